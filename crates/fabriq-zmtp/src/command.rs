@@ -1,0 +1,262 @@
+//! ZMTP commands: READY, ERROR, SUBSCRIBE, CANCEL, PING, PONG, and any
+//! other command passed through by name (mechanism commands such as HELLO,
+//! or commands from newer peers, which are ignored like libzmq does).
+//!
+//! ```text
+//! command = name-len(1) name body
+//! ```
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::error::ProtocolError;
+use crate::properties::Properties;
+
+/// Largest PING context echoed in a PONG (RFC 37).
+pub const MAX_PING_CONTEXT: usize = 16;
+
+/// A decoded command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// End of the NULL (and PLAIN/CURVE) handshake, with metadata.
+    Ready(Properties),
+    /// The sender refuses the connection; `reason` is at most 255 bytes.
+    Error(String),
+    /// ZMTP 3.1 subscription.
+    Subscribe(Bytes),
+    /// ZMTP 3.1 unsubscription.
+    Cancel(Bytes),
+    /// Heartbeat request. `ttl` is in tenths of a second (0 = none).
+    Ping {
+        /// How long the peer may wait for traffic before closing, in
+        /// deciseconds.
+        ttl: u16,
+        /// Up to 16 bytes, echoed in the PONG.
+        context: Bytes,
+    },
+    /// Heartbeat reply.
+    Pong {
+        /// The context of the PING this answers.
+        context: Bytes,
+    },
+    /// Any other command: kept by name so mechanisms can read theirs.
+    Other {
+        /// Command name.
+        name: Bytes,
+        /// Command body.
+        body: Bytes,
+    },
+}
+
+impl Command {
+    /// The command name as sent on the wire.
+    pub fn name(&self) -> &[u8] {
+        match self {
+            Command::Ready(_) => b"READY",
+            Command::Error(_) => b"ERROR",
+            Command::Subscribe(_) => b"SUBSCRIBE",
+            Command::Cancel(_) => b"CANCEL",
+            Command::Ping { .. } => b"PING",
+            Command::Pong { .. } => b"PONG",
+            Command::Other { name, .. } => name,
+        }
+    }
+
+    /// The name, for messages.
+    pub fn display_name(&self) -> String {
+        String::from_utf8_lossy(self.name()).into_owned()
+    }
+
+    /// Parses a command frame body. Slices of `frame` are kept, not
+    /// copied.
+    pub fn decode(frame: &Bytes) -> Result<Command, ProtocolError> {
+        let name_len = usize::from(*frame.first().ok_or(ProtocolError::MalformedCommand {
+            command: "(unnamed)".into(),
+            reason: "empty command frame",
+        })?);
+        if name_len == 0 {
+            return Err(ProtocolError::MalformedCommand {
+                command: "(unnamed)".into(),
+                reason: "empty command name",
+            });
+        }
+        if frame.len() - 1 < name_len {
+            return Err(ProtocolError::MalformedCommand {
+                command: "(unnamed)".into(),
+                reason: "name length runs past the end of the frame",
+            });
+        }
+        let name = frame.slice(1..1 + name_len);
+        let body = frame.slice(1 + name_len..);
+        let malformed = |reason| ProtocolError::MalformedCommand {
+            command: String::from_utf8_lossy(&name).into_owned(),
+            reason,
+        };
+        Ok(match &name[..] {
+            b"READY" => Command::Ready(Properties::decode(&body)?),
+            b"ERROR" => {
+                let len = usize::from(*body.first().ok_or_else(|| malformed("missing reason"))?);
+                let reason = body
+                    .get(1..1 + len)
+                    .ok_or_else(|| malformed("reason runs past the end"))?;
+                Command::Error(String::from_utf8_lossy(reason).into_owned())
+            }
+            b"SUBSCRIBE" => Command::Subscribe(body),
+            b"CANCEL" => Command::Cancel(body),
+            b"PING" => {
+                if body.len() < 2 {
+                    return Err(malformed("missing TTL"));
+                }
+                let ttl = u16::from_be_bytes([body[0], body[1]]);
+                // libzmq echoes at most 16 context bytes; so do we.
+                let end = body.len().min(2 + MAX_PING_CONTEXT);
+                Command::Ping {
+                    ttl,
+                    context: body.slice(2..end),
+                }
+            }
+            b"PONG" => Command::Pong {
+                context: body.slice(..body.len().min(MAX_PING_CONTEXT)),
+            },
+            _ => Command::Other { name, body },
+        })
+    }
+
+    /// Length of the body [`Command::encode`] writes (name included).
+    pub fn encoded_len(&self) -> usize {
+        1 + self.name().len()
+            + match self {
+                Command::Ready(p) => p.encoded_len(),
+                Command::Error(r) => 1 + r.len().min(255),
+                Command::Subscribe(t) | Command::Cancel(t) => t.len(),
+                Command::Ping { context, .. } => 2 + context.len().min(MAX_PING_CONTEXT),
+                Command::Pong { context } => context.len().min(MAX_PING_CONTEXT),
+                Command::Other { body, .. } => body.len(),
+            }
+    }
+
+    /// Appends the frame body (name length, name, body). Reasons longer
+    /// than 255 bytes and contexts longer than 16 bytes are truncated.
+    pub fn encode(&self, dst: &mut BytesMut) {
+        let name = self.name();
+        dst.reserve(self.encoded_len());
+        dst.put_u8(name.len() as u8);
+        dst.put_slice(name);
+        match self {
+            Command::Ready(p) => p.encode(dst),
+            Command::Error(reason) => {
+                let r = truncate_utf8(reason, 255);
+                dst.put_u8(r.len() as u8);
+                dst.put_slice(r.as_bytes());
+            }
+            Command::Subscribe(t) | Command::Cancel(t) => dst.put_slice(t),
+            Command::Ping { ttl, context } => {
+                dst.put_u16(*ttl);
+                dst.put_slice(&context[..context.len().min(MAX_PING_CONTEXT)]);
+            }
+            Command::Pong { context } => {
+                dst.put_slice(&context[..context.len().min(MAX_PING_CONTEXT)])
+            }
+            Command::Other { body, .. } => dst.put_slice(body),
+        }
+    }
+}
+
+fn truncate_utf8(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(cmd: Command) {
+        let mut buf = BytesMut::new();
+        cmd.encode(&mut buf);
+        assert_eq!(buf.len(), cmd.encoded_len());
+        assert_eq!(Command::decode(&buf.freeze()).unwrap(), cmd);
+    }
+
+    #[test]
+    fn round_trips() {
+        let mut props = Properties::new();
+        props.push("Socket-Type", "REQ").unwrap();
+        round_trip(Command::Ready(props));
+        round_trip(Command::Error("Invalid socket type".into()));
+        round_trip(Command::Subscribe(Bytes::from_static(b"weather")));
+        round_trip(Command::Cancel(Bytes::new()));
+        round_trip(Command::Ping {
+            ttl: 300,
+            context: Bytes::from_static(b"ctx"),
+        });
+        round_trip(Command::Pong {
+            context: Bytes::from_static(b"0123456789abcdef"),
+        });
+        round_trip(Command::Other {
+            name: Bytes::from_static(b"HELLO"),
+            body: Bytes::from_static(b"\x05admin"),
+        });
+    }
+
+    #[test]
+    fn ping_vector() {
+        let mut buf = BytesMut::new();
+        Command::Ping {
+            ttl: 0x0102,
+            context: Bytes::from_static(b"x"),
+        }
+        .encode(&mut buf);
+        assert_eq!(&buf[..], b"\x04PING\x01\x02x");
+    }
+
+    #[test]
+    fn long_error_reason_is_truncated_on_a_char_boundary() {
+        let reason = "é".repeat(200); // 400 bytes
+        let mut buf = BytesMut::new();
+        Command::Error(reason).encode(&mut buf);
+        let Command::Error(back) = Command::decode(&buf.freeze()).unwrap() else {
+            panic!("not an ERROR");
+        };
+        assert_eq!(back.len(), 254);
+    }
+
+    #[test]
+    fn oversized_ping_context_is_cut_to_16_bytes() {
+        let frame = Bytes::from_static(b"\x04PING\x00\x0a0123456789abcdefXYZ");
+        assert_eq!(
+            Command::decode(&frame).unwrap(),
+            Command::Ping {
+                ttl: 10,
+                context: Bytes::from_static(b"0123456789abcdef")
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_commands() {
+        let cases: &[&[u8]] = &[
+            b"",
+            b"\x00READY",
+            b"\x09READY",
+            b"\xffPING",
+            b"\x05ERROR",
+            b"\x05ERROR\x10short",
+            b"\x04PING\x01",
+        ];
+        for wire in cases {
+            assert!(
+                matches!(
+                    Command::decode(&Bytes::copy_from_slice(wire)),
+                    Err(ProtocolError::MalformedCommand { .. })
+                ),
+                "{wire:?}"
+            );
+        }
+    }
+}

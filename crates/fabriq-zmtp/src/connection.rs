@@ -1,0 +1,613 @@
+//! One ZMTP connection as a sans-IO state machine.
+//!
+//! The transport owns the socket; the [`Connection`] owns the protocol. The
+//! loop a transport runs is:
+//!
+//! 1. read into [`Connection::recv_buf`], then call
+//!    [`Connection::input_received`] with the current time;
+//! 2. call [`Connection::poll_event`] until it returns `Ok(None)`, handing
+//!    each event to the socket pattern;
+//! 3. queue outgoing messages with [`Connection::send`] /
+//!    [`Connection::subscribe`], then write [`Connection::pending`]
+//!    (vectored) and report progress with [`Connection::advance_tx`];
+//! 4. sleep until readiness or [`Connection::poll_timeout`], and call
+//!    [`Connection::handle_timeout`] when that passes.
+//!
+//! Nothing in here reads a clock, spawns a thread or touches a socket, so
+//! the same engine runs over TCP, IPC, and fabric pages, and the tests can
+//! drive it byte by byte.
+//!
+//! ```
+//! use std::time::Instant;
+//! use fabriq_zmtp::{Config, Connection, Event, SocketType};
+//!
+//! let now = Instant::now();
+//! let mut push = Connection::new(Config::new(SocketType::Push), now).unwrap();
+//! let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+//!
+//! // A loopback "transport": move bytes both ways until both are quiet.
+//! fn pump(a: &mut Connection, b: &mut Connection, now: Instant) -> Vec<Event> {
+//!     let mut events = Vec::new();
+//!     fn transfer(from: &mut Connection, to: &mut Connection, now: Instant) {
+//!         while let Some(chunk) = from.pop_tx_chunk() {
+//!             to.feed(&chunk, now);
+//!         }
+//!     }
+//!     for _ in 0..4 {
+//!         transfer(a, b, now);
+//!         transfer(b, a, now);
+//!         while let Some(ev) = b.poll_event().unwrap() { events.push(ev); }
+//!         while let Some(ev) = a.poll_event().unwrap() { events.push(ev); }
+//!     }
+//!     events
+//! }
+//! pump(&mut push, &mut pull, now);
+//! assert!(push.is_ready() && pull.is_ready());
+//! push.send(&[bytes::Bytes::from_static(b"hello")]).unwrap();
+//! let events = pump(&mut push, &mut pull, now);
+//! assert!(matches!(&events[..], [Event::Message(m)] if &m[0][..] == b"hello"));
+//! ```
+
+use std::mem;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use smallvec::SmallVec;
+
+use crate::command::Command;
+use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
+use crate::error::{ProtocolError, UsageError};
+use crate::frame::FrameDecoder;
+use crate::greeting::{Greeting, GreetingDecoder, MechanismName, Version, OUR_VERSION};
+use crate::mechanism::{Mechanism, NullMechanism};
+use crate::properties::{Properties, IDENTITY, SOCKET_TYPE};
+use crate::socket_type::SocketType;
+
+/// The frames of one message. One or two frames live inline (no
+/// allocation beyond the payloads).
+pub type Multipart = SmallVec<[Bytes; 2]>;
+
+/// Largest command accepted before the handshake completes. Handshake
+/// commands are small; an unauthenticated peer gets no more.
+pub const HANDSHAKE_MAX_COMMAND: u64 = 64 * 1024;
+
+/// Slack allowed for a command's name on top of the message size limit
+/// (a SUBSCRIBE carries a topic up to the message size).
+const COMMAND_OVERHEAD: u64 = 256;
+
+/// Default read size: how much spare room [`Connection::recv_buf`] makes.
+pub const DEFAULT_READ_CHUNK: usize = 64 * 1024;
+
+/// How a connection presents itself and what it accepts.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Our socket type, announced in READY and checked against the peer's.
+    pub socket_type: SocketType,
+    /// Our routing id, announced by REQ, DEALER and ROUTER (at most 255
+    /// bytes, not starting with a zero byte).
+    pub identity: Bytes,
+    /// Security mechanism. Only NULL is implemented in this release.
+    pub mechanism: MechanismName,
+    /// The as-server flag of the greeting (PLAIN/CURVE role).
+    pub as_server: bool,
+    /// Application metadata sent in READY; names must start with `X-`.
+    pub metadata: Properties,
+    /// Largest data frame accepted (`ZMQ_MAXMSGSIZE`, which libzmq applies
+    /// per frame). `None`: no limit.
+    pub max_msg_size: Option<u64>,
+    /// Time allowed for greeting and handshake (`ZMQ_HANDSHAKE_IVL`).
+    pub handshake_ivl: Option<Duration>,
+    /// Interval between our PINGs (`ZMQ_HEARTBEAT_IVL`). ZMTP 3.1 peers only.
+    pub heartbeat_ivl: Option<Duration>,
+    /// TTL announced in our PINGs (`ZMQ_HEARTBEAT_TTL`), in 100 ms steps.
+    pub heartbeat_ttl: Option<Duration>,
+    /// How long to wait for any traffic after a PING
+    /// (`ZMQ_HEARTBEAT_TIMEOUT`).
+    pub heartbeat_timeout: Option<Duration>,
+    /// Spare read-buffer room made before each read.
+    pub read_chunk: usize,
+    /// Frame bodies of at least this size are sent by reference.
+    pub by_ref_threshold: usize,
+}
+
+impl Config {
+    /// Defaults as in libzmq: NULL mechanism, no size limit, a 30 s
+    /// handshake limit, no heartbeats.
+    pub fn new(socket_type: SocketType) -> Self {
+        Config {
+            socket_type,
+            identity: Bytes::new(),
+            mechanism: MechanismName::Null,
+            as_server: false,
+            metadata: Properties::new(),
+            max_msg_size: None,
+            handshake_ivl: Some(Duration::from_secs(30)),
+            heartbeat_ivl: None,
+            heartbeat_ttl: None,
+            heartbeat_timeout: None,
+            read_chunk: DEFAULT_READ_CHUNK,
+            by_ref_threshold: DEFAULT_BY_REF_THRESHOLD,
+        }
+    }
+
+    fn ready_properties(&self) -> Result<Properties, UsageError> {
+        if self.identity.len() > 255 {
+            return Err(UsageError::InvalidIdentity("longer than 255 bytes"));
+        }
+        if self.identity.first() == Some(&0) {
+            return Err(UsageError::InvalidIdentity(
+                "starts with a zero byte (reserved for generated ids)",
+            ));
+        }
+        let mut props = Properties::new();
+        props.push(SOCKET_TYPE, self.socket_type.name())?;
+        if self.socket_type.sends_identity() {
+            props.push(IDENTITY, self.identity.clone())?;
+        }
+        for (name, value) in self.metadata.iter() {
+            if !name.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("x-")) {
+                return Err(UsageError::InvalidProperty {
+                    name: name.to_string(),
+                    reason: "application metadata names must start with X-",
+                });
+            }
+            props.push(name, value.clone())?;
+        }
+        Ok(props)
+    }
+}
+
+/// What the handshake told us about the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// The ZMTP version both sides speak (3.0 or 3.1).
+    pub version: Version,
+    /// The peer's socket type.
+    pub socket_type: SocketType,
+    /// The peer's `Identity` (empty if it sent none).
+    pub identity: Bytes,
+    /// All metadata the peer sent, `X-` properties included.
+    pub properties: Properties,
+}
+
+/// What the connection has for the socket pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake finished; [`Connection::peer`] now answers.
+    HandshakeComplete,
+    /// A complete message (all frames of it).
+    Message(Multipart),
+    /// The peer subscribed to a topic prefix (publishers only; both the
+    /// 3.1 command and the 3.0 `0x01` frame arrive as this).
+    Subscribe(Bytes),
+    /// The peer cancelled one subscription (publishers only).
+    Cancel(Bytes),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Greeting,
+    Handshake,
+    Active,
+    Failed(ProtocolError),
+}
+
+/// The protocol state of one connection. See the module documentation.
+#[derive(Debug)]
+pub struct Connection {
+    config: Config,
+    state: State,
+    greeting: GreetingDecoder,
+    mechanism: Box<dyn Mechanism>,
+    rx: BytesMut,
+    decoder: FrameDecoder,
+    tx: Encoder,
+    partial: Multipart,
+    version: Option<Version>,
+    peer: Option<PeerInfo>,
+    replies: Vec<Command>,
+    handshake_deadline: Option<Instant>,
+    last_rx: Instant,
+    next_ping: Option<Instant>,
+    ping_unanswered_since: Option<Instant>,
+    peer_ttl: Option<Duration>,
+}
+
+impl Connection {
+    /// A new connection whose greeting is already queued for sending: the
+    /// transport should write [`Connection::pending`] at once, without
+    /// waiting for the peer's greeting (libzmq waits for ours).
+    pub fn new(config: Config, now: Instant) -> Result<Connection, UsageError> {
+        let ours = config.ready_properties()?;
+        let mechanism: Box<dyn Mechanism> = match config.mechanism {
+            MechanismName::Null => Box::new(NullMechanism::new(ours)),
+            other => return Err(UsageError::MechanismNotSupported(other)),
+        };
+        let mut tx = Encoder::new(config.by_ref_threshold);
+        tx.push_raw(
+            &Greeting {
+                version: OUR_VERSION,
+                mechanism: config.mechanism,
+                as_server: config.as_server,
+            }
+            .encode(),
+        );
+        Ok(Connection {
+            decoder: FrameDecoder::new(config.max_msg_size, HANDSHAKE_MAX_COMMAND),
+            handshake_deadline: config.handshake_ivl.map(|ivl| now + ivl),
+            state: State::Greeting,
+            greeting: GreetingDecoder::new(),
+            mechanism,
+            rx: BytesMut::new(),
+            tx,
+            partial: Multipart::new(),
+            version: None,
+            peer: None,
+            replies: Vec::new(),
+            last_rx: now,
+            next_ping: None,
+            ping_unanswered_since: None,
+            peer_ttl: None,
+            config,
+        })
+    }
+
+    /// The configuration this connection was made with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Whether the handshake is complete and messages can flow.
+    pub fn is_ready(&self) -> bool {
+        self.state == State::Active
+    }
+
+    /// The error that ended this connection, if it has failed.
+    pub fn failure(&self) -> Option<&ProtocolError> {
+        match &self.state {
+            State::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The peer's handshake metadata, once the handshake is complete.
+    pub fn peer(&self) -> Option<&PeerInfo> {
+        self.peer.as_ref()
+    }
+
+    // ---- input -----------------------------------------------------------
+
+    /// The read buffer, with spare capacity for the next read. Append the
+    /// bytes read (e.g. with `BufMut` methods) and call
+    /// [`Connection::input_received`]. The spare room follows what has
+    /// arrived: a frame that announces gigabytes gets buffer space only
+    /// as its bytes come in.
+    pub fn recv_buf(&mut self) -> &mut BytesMut {
+        let want = self.decoder.read_hint(&self.rx, self.config.read_chunk);
+        if self.rx.capacity() - self.rx.len() < want {
+            self.rx.reserve(want);
+        }
+        &mut self.rx
+    }
+
+    /// Records that bytes were appended to [`Connection::recv_buf`] at
+    /// `now` (any traffic proves the peer alive).
+    pub fn input_received(&mut self, now: Instant) {
+        self.last_rx = now;
+        self.ping_unanswered_since = None;
+    }
+
+    /// Copies `data` into the read buffer and records it: for transports
+    /// that receive owned buffers, and for tests.
+    pub fn feed(&mut self, data: &[u8], now: Instant) {
+        self.rx.extend_from_slice(data);
+        self.input_received(now);
+    }
+
+    /// The next event decoded from buffered input, `Ok(None)` if more input
+    /// is needed. After an error the connection is dead and every call
+    /// returns that error; queued output may hold an ERROR for the peer.
+    pub fn poll_event(&mut self) -> Result<Option<Event>, ProtocolError> {
+        if let State::Failed(e) = &self.state {
+            return Err(e.clone());
+        }
+        self.step().inspect_err(|e| self.fail(e.clone()))
+    }
+
+    fn step(&mut self) -> Result<Option<Event>, ProtocolError> {
+        loop {
+            match self.state {
+                State::Greeting => {
+                    if self.rx.is_empty() {
+                        return Ok(None);
+                    }
+                    let (used, greeting) = self.greeting.feed(&self.rx)?;
+                    self.rx.advance(used);
+                    match greeting {
+                        Some(g) => self.on_greeting(g)?,
+                        None => return Ok(None),
+                    }
+                }
+                State::Handshake => {
+                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                        return Ok(None);
+                    };
+                    if !frame.command {
+                        return Err(ProtocolError::DataBeforeHandshake);
+                    }
+                    if frame.more {
+                        return Err(ProtocolError::MultipartCommand);
+                    }
+                    let cmd = Command::decode(&frame.data)?;
+                    let done = self.mechanism.on_command(cmd, &mut self.replies)?;
+                    self.flush_replies();
+                    if let Some(props) = done {
+                        self.on_peer_ready(props)?;
+                        return Ok(Some(Event::HandshakeComplete));
+                    }
+                }
+                State::Active => {
+                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                        return Ok(None);
+                    };
+                    if frame.command {
+                        if frame.more {
+                            return Err(ProtocolError::MultipartCommand);
+                        }
+                        match self.on_command(Command::decode(&frame.data)?)? {
+                            Some(event) => return Ok(Some(event)),
+                            None => continue,
+                        }
+                    }
+                    self.partial.push(frame.data);
+                    if !frame.more {
+                        let msg = mem::take(&mut self.partial);
+                        return Ok(Some(self.classify(msg)));
+                    }
+                }
+                State::Failed(ref e) => return Err(e.clone()),
+            }
+        }
+    }
+
+    fn on_greeting(&mut self, peer: Greeting) -> Result<(), ProtocolError> {
+        if peer.mechanism != self.config.mechanism {
+            return Err(ProtocolError::MechanismMismatch {
+                ours: self.config.mechanism,
+                theirs: peer.mechanism,
+            });
+        }
+        self.version = Some(OUR_VERSION.negotiate(peer.version));
+        self.state = State::Handshake;
+        self.mechanism.start(&mut self.replies);
+        self.flush_replies();
+        Ok(())
+    }
+
+    fn on_peer_ready(&mut self, props: Properties) -> Result<(), ProtocolError> {
+        let ours = self.config.socket_type;
+        let raw_type = props
+            .get(SOCKET_TYPE)
+            .ok_or(ProtocolError::MissingSocketType)?;
+        let theirs = SocketType::from_name(raw_type).ok_or_else(|| {
+            ProtocolError::UnknownSocketType(String::from_utf8_lossy(raw_type).into_owned())
+        })?;
+        if !ours.is_compatible(theirs) {
+            return Err(ProtocolError::IncompatibleSocketType { ours, theirs });
+        }
+        let identity = props.get(IDENTITY).cloned().unwrap_or_default();
+        if identity.len() > 255 {
+            return Err(ProtocolError::IdentityTooLong(identity.len()));
+        }
+        let version = self.peer_version();
+        self.peer = Some(PeerInfo {
+            version,
+            socket_type: theirs,
+            identity,
+            properties: props,
+        });
+        self.state = State::Active;
+        self.handshake_deadline = None;
+        self.decoder.set_max_command(
+            self.config
+                .max_msg_size
+                .map_or(u64::MAX, |m| m.saturating_add(COMMAND_OVERHEAD)),
+        );
+        if version.has_commands_3_1() {
+            self.next_ping = self.config.heartbeat_ivl.map(|ivl| self.last_rx + ivl);
+        }
+        Ok(())
+    }
+
+    fn on_command(&mut self, cmd: Command) -> Result<Option<Event>, ProtocolError> {
+        let publisher = self.config.socket_type.is_publisher();
+        Ok(match cmd {
+            Command::Ping { ttl, context } => {
+                self.tx.push_command(&Command::Pong { context });
+                self.peer_ttl = (ttl > 0).then(|| Duration::from_millis(u64::from(ttl) * 100));
+                None
+            }
+            Command::Pong { .. } => None,
+            Command::Subscribe(topic) if publisher => Some(Event::Subscribe(topic)),
+            Command::Cancel(topic) if publisher => Some(Event::Cancel(topic)),
+            Command::Subscribe(_) | Command::Cancel(_) => None,
+            Command::Error(reason) => return Err(ProtocolError::PeerError(reason)),
+            Command::Ready(_) => return Err(ProtocolError::UnexpectedCommand("READY".into())),
+            // Unknown commands are ignored, as libzmq does.
+            Command::Other { .. } => None,
+        })
+    }
+
+    /// A publisher reads single-frame messages starting with 0x01/0x00 as
+    /// ZMTP 3.0 subscriptions.
+    fn classify(&self, mut msg: Multipart) -> Event {
+        if self.config.socket_type.is_publisher() && msg.len() == 1 {
+            match msg[0].first() {
+                Some(1) => return Event::Subscribe(msg.remove(0).slice(1..)),
+                Some(0) => return Event::Cancel(msg.remove(0).slice(1..)),
+                _ => {}
+            }
+        }
+        Event::Message(msg)
+    }
+
+    fn flush_replies(&mut self) {
+        for cmd in self.replies.drain(..) {
+            self.tx.push_command(&cmd);
+        }
+    }
+
+    fn fail(&mut self, error: ProtocolError) {
+        // Tell the peer why its handshake was refused, as RFC 37 allows.
+        if self.state == State::Handshake && !matches!(error, ProtocolError::PeerError(_)) {
+            self.tx.push_command(&Command::Error(error.to_string()));
+        }
+        self.state = State::Failed(error);
+    }
+
+    // ---- output ----------------------------------------------------------
+
+    fn check_sendable(&self) -> Result<(), UsageError> {
+        match self.state {
+            State::Active => Ok(()),
+            State::Failed(_) => Err(UsageError::Closed),
+            _ => Err(UsageError::NotReady),
+        }
+    }
+
+    /// Queues a message (all its frames).
+    pub fn send(&mut self, parts: &[Bytes]) -> Result<(), UsageError> {
+        self.check_sendable()?;
+        let (last, rest) = parts.split_last().ok_or(UsageError::EmptyMessage)?;
+        for part in rest {
+            self.tx.push_frame(part, true);
+        }
+        self.tx.push_frame(last, false);
+        Ok(())
+    }
+
+    /// Queues one frame; `more` says whether frames of the same message
+    /// follow. The caller keeps messages whole.
+    pub fn send_frame(&mut self, body: &Bytes, more: bool) -> Result<(), UsageError> {
+        self.check_sendable()?;
+        self.tx.push_frame(body, more);
+        Ok(())
+    }
+
+    /// Queues a subscription: a SUBSCRIBE command to a ZMTP 3.1 peer, the
+    /// 3.0 `0x01 + topic` frame to a 3.0 peer.
+    pub fn subscribe(&mut self, topic: &[u8]) -> Result<(), UsageError> {
+        self.subscription(topic, true)
+    }
+
+    /// Queues a cancellation, in the form the peer's version expects.
+    pub fn cancel(&mut self, topic: &[u8]) -> Result<(), UsageError> {
+        self.subscription(topic, false)
+    }
+
+    fn subscription(&mut self, topic: &[u8], subscribe: bool) -> Result<(), UsageError> {
+        self.check_sendable()?;
+        let topic = Bytes::copy_from_slice(topic);
+        if self.peer_version().has_commands_3_1() {
+            let cmd = if subscribe {
+                Command::Subscribe(topic)
+            } else {
+                Command::Cancel(topic)
+            };
+            self.tx.push_command(&cmd);
+        } else {
+            let mut frame = BytesMut::with_capacity(topic.len() + 1);
+            frame.extend_from_slice(&[u8::from(subscribe)]);
+            frame.extend_from_slice(&topic);
+            self.tx.push_frame(&frame.freeze(), false);
+        }
+        Ok(())
+    }
+
+    /// Queues an ERROR command (the caller then flushes and closes).
+    pub fn send_error(&mut self, reason: &str) {
+        self.tx.push_command(&Command::Error(reason.to_string()));
+    }
+
+    /// The negotiated version (ours until the peer's greeting is in).
+    fn peer_version(&self) -> Version {
+        self.version.unwrap_or(OUR_VERSION)
+    }
+
+    /// Bytes waiting to be written, as pieces for a vectored write.
+    pub fn pending(&self) -> &Encoder {
+        &self.tx
+    }
+
+    /// Drops `n` bytes that the transport has written.
+    pub fn advance_tx(&mut self, n: usize) {
+        self.tx.advance(n);
+    }
+
+    /// Takes the next whole piece of output, for transports that move
+    /// owned buffers.
+    pub fn pop_tx_chunk(&mut self) -> Option<Bytes> {
+        self.tx.pop_chunk()
+    }
+
+    // ---- time ------------------------------------------------------------
+
+    /// The next instant at which [`Connection::handle_timeout`] must run.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if matches!(self.state, State::Failed(_)) {
+            return None;
+        }
+        [
+            self.handshake_deadline,
+            self.next_ping,
+            self.ping_unanswered_since
+                .zip(self.config.heartbeat_timeout)
+                .map(|(t, d)| t + d),
+            self.peer_ttl.map(|ttl| self.last_rx + ttl),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Runs the timers due at `now`: sends PINGs, and fails the connection
+    /// if the handshake or the peer's liveness ran out of time.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        if let State::Failed(e) = &self.state {
+            return Err(e.clone());
+        }
+        let expired = if self.handshake_deadline.is_some_and(|d| now >= d) {
+            Some(ProtocolError::HandshakeTimeout)
+        } else if self
+            .ping_unanswered_since
+            .zip(self.config.heartbeat_timeout)
+            .is_some_and(|(t, d)| now >= t + d)
+        {
+            Some(ProtocolError::HeartbeatExpired("timeout"))
+        } else if self.peer_ttl.is_some_and(|ttl| now >= self.last_rx + ttl) {
+            Some(ProtocolError::HeartbeatExpired("TTL"))
+        } else {
+            None
+        };
+        if let Some(error) = expired {
+            self.fail(error.clone());
+            return Err(error);
+        }
+        if let (Some(due), Some(ivl)) = (self.next_ping, self.config.heartbeat_ivl) {
+            if now >= due {
+                let ttl = self.config.heartbeat_ttl.map_or(0, |t| {
+                    u16::try_from(t.as_millis() / 100).unwrap_or(u16::MAX)
+                });
+                self.tx.push_command(&Command::Ping {
+                    ttl,
+                    context: Bytes::new(),
+                });
+                self.next_ping = Some(now + ivl);
+                if self.ping_unanswered_since.is_none() {
+                    self.ping_unanswered_since = Some(now);
+                }
+            }
+        }
+        Ok(())
+    }
+}
