@@ -304,6 +304,28 @@ impl Connection {
         self.input_received(now);
     }
 
+    /// Tells the connection that the peer closed its side (end of stream),
+    /// after every buffered event has been polled. Returns the
+    /// [`ProtocolError::Truncated`] error if the stream stopped inside the
+    /// greeting, the handshake, a frame or a multipart message, and `None`
+    /// for a clean close between messages.
+    pub fn end_of_input(&mut self) -> Option<ProtocolError> {
+        let stage = match self.state {
+            State::Failed(_) => return None,
+            State::Greeting => "greeting",
+            State::Handshake => "handshake",
+            State::Active if !self.rx.is_empty() => "frame",
+            State::Active if !self.partial.is_empty() => "multipart message",
+            State::Active => return None,
+        };
+        let error = ProtocolError::Truncated {
+            stage,
+            buffered: self.rx.len(),
+        };
+        self.state = State::Failed(error.clone());
+        Some(error)
+    }
+
     /// The next event decoded from buffered input, `Ok(None)` if more input
     /// is needed. After an error the connection is dead and every call
     /// returns that error; queued output may hold an ERROR for the peer.

@@ -101,6 +101,15 @@ pub enum ProtocolError {
     /// The peer sent an ERROR command.
     #[error("peer sent ERROR: {0}")]
     PeerError(String),
+    /// The peer closed the stream in the middle of something: the greeting,
+    /// the handshake, a frame or a multipart message.
+    #[error("peer closed the connection in the middle of the {stage} ({buffered} bytes buffered)")]
+    Truncated {
+        /// What was cut short.
+        stage: &'static str,
+        /// Bytes received but not yet decoded.
+        buffered: usize,
+    },
     /// The handshake did not complete within the handshake interval.
     #[error("handshake did not complete in time")]
     HandshakeTimeout,

@@ -1,0 +1,221 @@
+//! Connection behaviour: handshakes for every socket-type pair, identities,
+//! subscriptions in both wire forms, heartbeats and timers (time is passed
+//! in, so nothing here sleeps).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{command_frame, connected, connected_types, drain, pump, raw_greeting, ready_frame};
+use fabriq_zmtp::{Config, Connection, Event, ProtocolError, SocketType};
+
+#[test]
+fn every_pair_handshakes_or_refuses_as_libzmq_does() {
+    for a in SocketType::ALL {
+        for b in SocketType::ALL {
+            let now = Instant::now();
+            let mut ca = Connection::new(Config::new(a), now).unwrap();
+            let mut cb = Connection::new(Config::new(b), now).unwrap();
+            let (ea, eb) = pump(&mut ca, &mut cb, now);
+            if a.is_compatible(b) {
+                assert_eq!(ea.unwrap(), vec![Event::HandshakeComplete], "{a}-{b}");
+                assert_eq!(eb.unwrap(), vec![Event::HandshakeComplete], "{a}-{b}");
+                assert_eq!(ca.peer().unwrap().socket_type, b);
+                assert_eq!(cb.peer().unwrap().socket_type, a);
+                assert_eq!(
+                    ca.peer().unwrap().version,
+                    fabriq_zmtp::greeting::OUR_VERSION
+                );
+            } else {
+                // Both sides refuse: each sees the incompatibility itself
+                // (or the other side's ERROR, whichever it reads first).
+                for (side, e) in [(a, ea), (b, eb)] {
+                    match e.unwrap_err() {
+                        ProtocolError::IncompatibleSocketType { .. }
+                        | ProtocolError::PeerError(_) => {}
+                        other => panic!("{side} in {a}-{b}: {other}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn identities_and_metadata_reach_the_peer() {
+    let mut dealer = Config::new(SocketType::Dealer);
+    dealer.identity = Bytes::from_static(b"worker-1");
+    dealer.metadata.push("X-Rack", "b7").unwrap();
+    let (d, r) = connected(dealer, Config::new(SocketType::Router));
+    let peer = r.peer().unwrap();
+    assert_eq!(&peer.identity[..], b"worker-1");
+    assert_eq!(&peer.properties.get("x-rack").unwrap()[..], b"b7");
+    assert!(d.peer().unwrap().identity.is_empty());
+}
+
+#[test]
+fn invalid_local_configuration_is_refused() {
+    let now = Instant::now();
+    let mut c = Config::new(SocketType::Dealer);
+    c.identity = Bytes::from_static(b"\0reserved");
+    assert!(Connection::new(c, now).is_err());
+    let mut c = Config::new(SocketType::Dealer);
+    c.identity = Bytes::from(vec![1u8; 256]);
+    assert!(Connection::new(c, now).is_err());
+    let mut c = Config::new(SocketType::Dealer);
+    c.metadata.push("Rack", "b7").unwrap();
+    assert!(Connection::new(c, now).is_err());
+}
+
+#[test]
+fn sending_before_the_handshake_is_a_usage_error() {
+    let mut c = Connection::new(Config::new(SocketType::Push), Instant::now()).unwrap();
+    assert_eq!(
+        c.send(&[Bytes::from_static(b"x")]),
+        Err(fabriq_zmtp::UsageError::NotReady)
+    );
+    let (mut push, _pull) = connected_types(SocketType::Push, SocketType::Pull);
+    assert_eq!(push.send(&[]), Err(fabriq_zmtp::UsageError::EmptyMessage));
+}
+
+#[test]
+fn publishers_read_both_subscription_forms() {
+    let (mut xpub, _sub) = connected_types(SocketType::XPub, SocketType::Sub);
+    let now = Instant::now();
+    xpub.feed(&command_frame(b"\x09SUBSCRIBEnews"), now);
+    xpub.feed(b"\x00\x05\x01news", now);
+    xpub.feed(&command_frame(b"\x06CANCELnews"), now);
+    xpub.feed(b"\x00\x05\x00news", now);
+    // Not a subscription: multi-frame, or another first byte.
+    xpub.feed(b"\x01\x01\x01\x00\x00", now);
+    xpub.feed(b"\x00\x02hi", now);
+    let got = common::events(&mut xpub).unwrap();
+    let news = Bytes::from_static(b"news");
+    assert_eq!(
+        got,
+        vec![
+            Event::Subscribe(news.clone()),
+            Event::Subscribe(news.clone()),
+            Event::Cancel(news.clone()),
+            Event::Cancel(news),
+            Event::Message(
+                [Bytes::from_static(b"\x01"), Bytes::new()]
+                    .into_iter()
+                    .collect()
+            ),
+            Event::Message([Bytes::from_static(b"hi")].into_iter().collect()),
+        ]
+    );
+}
+
+#[test]
+fn subscribers_ignore_subscription_commands() {
+    let (mut sub, _pub) = connected_types(SocketType::Sub, SocketType::Pub);
+    sub.feed(&command_frame(b"\x09SUBSCRIBEx"), Instant::now());
+    assert_eq!(sub.poll_event(), Ok(None));
+}
+
+#[test]
+fn payloads_in_one_read_are_not_copied() {
+    let (mut pull, _push) = connected_types(SocketType::Pull, SocketType::Push);
+    let buf = pull.recv_buf();
+    buf.extend_from_slice(b"\x00\x03abc\x00\x03def");
+    let base = buf.as_ptr() as usize;
+    pull.input_received(Instant::now());
+    let Some(Event::Message(m1)) = pull.poll_event().unwrap() else {
+        panic!()
+    };
+    let Some(Event::Message(m2)) = pull.poll_event().unwrap() else {
+        panic!()
+    };
+    assert_eq!(m1[0].as_ptr() as usize, base + 2);
+    assert_eq!(m2[0].as_ptr() as usize, base + 7);
+}
+
+#[test]
+fn a_3_0_peer_gets_no_commands_from_3_1() {
+    let now = Instant::now();
+    let mut config = Config::new(SocketType::Sub);
+    config.heartbeat_ivl = Some(Duration::from_millis(100));
+    let mut sub = Connection::new(config, now).unwrap();
+    sub.feed(&raw_greeting(3, 0, b"NULL"), now);
+    sub.feed(&ready_frame(&[("Socket-Type", b"XPUB")]), now);
+    assert_eq!(sub.poll_event(), Ok(Some(Event::HandshakeComplete)));
+    drain(&mut sub);
+    // No heartbeat timer for a 3.0 peer.
+    assert_eq!(sub.poll_timeout(), None);
+    sub.handle_timeout(now + Duration::from_secs(10)).unwrap();
+    assert!(drain(&mut sub).is_empty());
+}
+
+#[test]
+fn newer_major_versions_are_spoken_to_as_3_1() {
+    let now = Instant::now();
+    let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+    pull.feed(&raw_greeting(4, 2, b"NULL"), now);
+    pull.feed(&ready_frame(&[("socket-type", b"PUSH")]), now);
+    assert_eq!(pull.poll_event(), Ok(Some(Event::HandshakeComplete)));
+    assert_eq!(
+        pull.peer().unwrap().version,
+        fabriq_zmtp::greeting::OUR_VERSION
+    );
+}
+
+#[test]
+fn handshake_times_out() {
+    let start = Instant::now();
+    let mut config = Config::new(SocketType::Pull);
+    config.handshake_ivl = Some(Duration::from_millis(500));
+    let mut pull = Connection::new(config, start).unwrap();
+    assert_eq!(
+        pull.poll_timeout(),
+        Some(start + Duration::from_millis(500))
+    );
+    pull.handle_timeout(start + Duration::from_millis(499))
+        .unwrap();
+    assert_eq!(
+        pull.handle_timeout(start + Duration::from_millis(500)),
+        Err(ProtocolError::HandshakeTimeout)
+    );
+    assert_eq!(pull.poll_timeout(), None);
+}
+
+#[test]
+fn heartbeats_ping_and_expire_without_traffic() {
+    let start = Instant::now();
+    let mut config = Config::new(SocketType::Dealer);
+    config.heartbeat_ivl = Some(Duration::from_secs(1));
+    config.heartbeat_ttl = Some(Duration::from_millis(2500));
+    config.heartbeat_timeout = Some(Duration::from_millis(300));
+    let (mut a, mut b) = connected(config, Config::new(SocketType::Dealer));
+    let t1 = a.poll_timeout().unwrap();
+    assert!(t1 >= start + Duration::from_secs(1));
+    a.handle_timeout(t1).unwrap();
+    // PING with TTL 25 deciseconds and no context.
+    assert_eq!(drain(&mut a), b"\x04\x07\x04PING\x00\x19".to_vec());
+
+    // The peer answers; any traffic clears the pending timeout.
+    b.feed(b"\x04\x07\x04PING\x00\x19", t1);
+    assert_eq!(b.poll_event(), Ok(None));
+    let pong = drain(&mut b);
+    assert_eq!(pong, b"\x04\x05\x04PONG".to_vec());
+    a.feed(&pong, t1 + Duration::from_millis(10));
+    assert_eq!(a.poll_event(), Ok(None));
+    a.handle_timeout(t1 + Duration::from_millis(400)).unwrap();
+
+    // b now expects traffic within the 2.5 s TTL a announced.
+    assert_eq!(b.poll_timeout(), Some(t1 + Duration::from_millis(2500)));
+    assert_eq!(
+        b.handle_timeout(t1 + Duration::from_millis(2500)),
+        Err(ProtocolError::HeartbeatExpired("TTL"))
+    );
+
+    // Next PING goes unanswered: a gives up after the timeout.
+    let t2 = a.poll_timeout().unwrap();
+    a.handle_timeout(t2).unwrap();
+    assert_eq!(
+        a.handle_timeout(t2 + Duration::from_millis(300)),
+        Err(ProtocolError::HeartbeatExpired("timeout"))
+    );
+}
