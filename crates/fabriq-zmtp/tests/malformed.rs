@@ -232,7 +232,7 @@ fn command_with_bad_name_length() {
     input.extend_from_slice(&command_frame(b"\x20READY"));
     assert!(matches!(
         error_for(&input),
-        ProtocolError::MalformedCommand { ref reason, .. }
+        ProtocolError::MalformedCommand { reason, .. }
             if reason.contains("name length")
     ));
     // The same after the handshake.
