@@ -102,7 +102,8 @@ pub struct Config {
     /// TTL announced in our PINGs (`ZMQ_HEARTBEAT_TTL`), in 100 ms steps.
     pub heartbeat_ttl: Option<Duration>,
     /// How long to wait for any traffic after a PING
-    /// (`ZMQ_HEARTBEAT_TIMEOUT`).
+    /// (`ZMQ_HEARTBEAT_TIMEOUT`). `None` uses `heartbeat_ivl`, as libzmq
+    /// does when the option is unset.
     pub heartbeat_timeout: Option<Duration>,
     /// Spare read-buffer room made before each read.
     pub read_chunk: usize,
@@ -574,6 +575,10 @@ impl Connection {
 
     // ---- time ------------------------------------------------------------
 
+    fn heartbeat_timeout(&self) -> Option<Duration> {
+        self.config.heartbeat_timeout.or(self.config.heartbeat_ivl)
+    }
+
     /// The next instant at which [`Connection::handle_timeout`] must run.
     pub fn poll_timeout(&self) -> Option<Instant> {
         if matches!(self.state, State::Failed(_)) {
@@ -583,7 +588,7 @@ impl Connection {
             self.handshake_deadline,
             self.next_ping,
             self.ping_unanswered_since
-                .zip(self.config.heartbeat_timeout)
+                .zip(self.heartbeat_timeout())
                 .map(|(t, d)| t + d),
             self.peer_ttl.map(|ttl| self.last_rx + ttl),
         ]
@@ -602,7 +607,7 @@ impl Connection {
             Some(ProtocolError::HandshakeTimeout)
         } else if self
             .ping_unanswered_since
-            .zip(self.config.heartbeat_timeout)
+            .zip(self.heartbeat_timeout())
             .is_some_and(|(t, d)| now >= t + d)
         {
             Some(ProtocolError::HeartbeatExpired("timeout"))

@@ -219,3 +219,17 @@ fn heartbeats_ping_and_expire_without_traffic() {
         Err(ProtocolError::HeartbeatExpired("timeout"))
     );
 }
+
+#[test]
+fn heartbeat_timeout_defaults_to_the_interval() {
+    let mut config = Config::new(SocketType::Pair);
+    config.heartbeat_ivl = Some(Duration::from_millis(100));
+    let (mut a, _b) = connected(config, Config::new(SocketType::Pair));
+    let t1 = a.poll_timeout().unwrap();
+    a.handle_timeout(t1).unwrap();
+    assert_eq!(a.poll_timeout(), Some(t1 + Duration::from_millis(100)));
+    assert_eq!(
+        a.handle_timeout(t1 + Duration::from_millis(100)),
+        Err(ProtocolError::HeartbeatExpired("timeout"))
+    );
+}
