@@ -1,1 +1,219 @@
+//! fabriq: ZeroMQ's messaging patterns over TCP, IPC and inproc (and, in
+//! a later release, RDMA fabrics through libfabric), with the API of the
+//! `zmq` crate and the ZMTP 3.x wire protocol.
+//!
+//! `use fabriq as zmq;` is meant to be the whole migration:
+//!
+//! ```
+//! use fabriq as zmq;
+//!
+//! let ctx = zmq::Context::new();
+//! let publisher = ctx.socket(zmq::PUB).unwrap();
+//! publisher.bind("inproc://weather").unwrap();
+//! let subscriber = ctx.socket(zmq::SUB).unwrap();
+//! subscriber.connect("inproc://weather").unwrap();
+//! subscriber.set_subscribe(b"10001 ").unwrap();
+//! // inproc subscriptions take effect when the publisher next sends.
+//! publisher.send("10001 21C", 0).unwrap();
+//! publisher.send("10001 22C", 0).unwrap();
+//! assert_eq!(subscriber.recv_string(0).unwrap().unwrap(), "10001 21C");
+//! ```
+//!
+//! Sockets talk to libzmq peers (pyzmq, czmq, the `zmq` crate) on `tcp://`
+//! and `ipc://`. See `docs/api.md` for what differs from the zmq crate and
+//! what is extra.
 
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod context;
+mod endpoint;
+mod error;
+mod inproc;
+mod message;
+mod monitor;
+mod options;
+mod pattern;
+mod pipe;
+mod poll;
+mod reactor;
+mod signal;
+mod socket;
+mod transport;
+
+pub use context::Context;
+pub use error::{last_error_detail, Error, Result};
+pub use message::Message;
+pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
+pub use socket::{Sendable, Socket};
+
+/// Send flag: do not block; fail with `EAGAIN` instead.
+pub const DONTWAIT: i32 = 1;
+/// Send flag: more frames of this message follow.
+pub const SNDMORE: i32 = 2;
+
+/// Socket types, named as in the zmq crate.
+#[allow(clippy::upper_case_acronyms)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SocketType {
+    /// Exclusive pair.
+    PAIR,
+    /// Publisher.
+    PUB,
+    /// Subscriber.
+    SUB,
+    /// Requester.
+    REQ,
+    /// Replier.
+    REP,
+    /// Asynchronous requester.
+    DEALER,
+    /// Asynchronous replier with routing.
+    ROUTER,
+    /// Pipeline sink.
+    PULL,
+    /// Pipeline source.
+    PUSH,
+    /// Publisher that sees subscriptions.
+    XPUB,
+    /// Subscriber with subscriptions as messages.
+    XSUB,
+    /// Raw TCP (not supported: `Context::socket` returns `EINVAL`).
+    STREAM,
+}
+
+pub use SocketType::*;
+
+impl SocketType {
+    pub(crate) fn to_zmtp(self) -> Option<fabriq_zmtp::SocketType> {
+        use fabriq_zmtp::SocketType as Z;
+        Some(match self {
+            PAIR => Z::Pair,
+            PUB => Z::Pub,
+            SUB => Z::Sub,
+            REQ => Z::Req,
+            REP => Z::Rep,
+            DEALER => Z::Dealer,
+            ROUTER => Z::Router,
+            PULL => Z::Pull,
+            PUSH => Z::Push,
+            XPUB => Z::XPub,
+            XSUB => Z::XSub,
+            STREAM => return None,
+        })
+    }
+}
+
+impl From<fabriq_zmtp::SocketType> for SocketType {
+    fn from(t: fabriq_zmtp::SocketType) -> Self {
+        use fabriq_zmtp::SocketType as Z;
+        match t {
+            Z::Pair => PAIR,
+            Z::Pub => PUB,
+            Z::Sub => SUB,
+            Z::Req => REQ,
+            Z::Rep => REP,
+            Z::Dealer => DEALER,
+            Z::Router => ROUTER,
+            Z::Pull => PULL,
+            Z::Push => PUSH,
+            Z::XPub => XPUB,
+            Z::XSub => XSUB,
+        }
+    }
+}
+
+/// Security mechanisms, named as in the zmq crate.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// No security.
+    ZMQ_NULL,
+    /// User name and password.
+    ZMQ_PLAIN,
+    /// CurveZMQ.
+    ZMQ_CURVE,
+    /// GSSAPI.
+    ZMQ_GSSAPI,
+}
+
+/// Socket monitor events, with libzmq's numbers.
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    /// A connect succeeded.
+    CONNECTED = 0x0001,
+    /// A connect is in progress.
+    CONNECT_DELAYED = 0x0002,
+    /// A reconnect is scheduled (value: the interval in ms).
+    CONNECT_RETRIED = 0x0004,
+    /// A bind succeeded.
+    LISTENING = 0x0008,
+    /// A bind failed.
+    BIND_FAILED = 0x0010,
+    /// A connection was accepted.
+    ACCEPTED = 0x0020,
+    /// An accept failed.
+    ACCEPT_FAILED = 0x0040,
+    /// A listener was closed.
+    CLOSED = 0x0080,
+    /// Closing failed.
+    CLOSE_FAILED = 0x0100,
+    /// A connection ended.
+    DISCONNECTED = 0x0200,
+    /// Monitoring stopped.
+    MONITOR_STOPPED = 0x0400,
+    /// A handshake failed without detail (value: errno).
+    HANDSHAKE_FAILED_NO_DETAIL = 0x0800,
+    /// A ZMTP handshake succeeded.
+    HANDSHAKE_SUCCEEDED = 0x1000,
+    /// A handshake failed on a protocol error (value: the error code).
+    HANDSHAKE_FAILED_PROTOCOL = 0x2000,
+    /// A handshake failed authentication.
+    HANDSHAKE_FAILED_AUTH = 0x4000,
+    /// Every event.
+    ALL = 0xFFFF,
+}
+
+impl SocketEvent {
+    /// The event number.
+    pub fn to_raw(self) -> u16 {
+        self as u16
+    }
+
+    /// The event for a number (`ALL` for unknown numbers).
+    pub fn from_raw(raw: u16) -> SocketEvent {
+        use SocketEvent::*;
+        [
+            CONNECTED,
+            CONNECT_DELAYED,
+            CONNECT_RETRIED,
+            LISTENING,
+            BIND_FAILED,
+            ACCEPTED,
+            ACCEPT_FAILED,
+            CLOSED,
+            CLOSE_FAILED,
+            DISCONNECTED,
+            MONITOR_STOPPED,
+            HANDSHAKE_FAILED_NO_DETAIL,
+            HANDSHAKE_SUCCEEDED,
+            HANDSHAKE_FAILED_PROTOCOL,
+            HANDSHAKE_FAILED_AUTH,
+        ]
+        .into_iter()
+        .find(|e| e.to_raw() == raw)
+        .unwrap_or(ALL)
+    }
+}
+
+/// The libzmq API level fabriq implements: (4, 3, 5).
+pub fn version() -> (i32, i32, i32) {
+    (4, 3, 5)
+}
+
+/// Whether a capability is available: `ipc` yes; `pgm`, `tipc`, `norm`,
+/// `curve`, `gssapi`, `draft` not in this release.
+pub fn has(capability: &str) -> Option<bool> {
+    Some(capability == "ipc")
+}

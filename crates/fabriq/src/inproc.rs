@@ -1,0 +1,205 @@
+//! `inproc://`: sockets of one context joined by pipes directly, with no
+//! I/O thread and no copies (message frames are `Bytes` handed over).
+//!
+//! Bind and connect may come in either order. A connect to a name nobody
+//! has bound yet makes the pipe at once, so the connecting socket can
+//! queue messages; the binder gets the other end when it binds.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::context::Context;
+use crate::error::{err, Error, Result};
+use crate::options::Options;
+use crate::pipe::{next_pipe_id, PeerMeta, PipeEnd, PipeId, Queue, Waker};
+use crate::signal::Signal;
+use crate::socket::SocketShared;
+
+/// Who sits at the bound end of a name.
+#[derive(Clone)]
+pub(crate) enum Binder {
+    Socket {
+        socket: Arc<SocketShared>,
+        opts: Box<Options>,
+    },
+    /// A socket monitor's event sink.
+    Monitor(Arc<crate::monitor::Sink>),
+}
+
+/// A connect that is waiting for its name to be bound.
+struct Pending {
+    /// The binder's end, ready to hand over.
+    end: PipeEnd,
+    /// Where the binder's wake-up signal goes once it exists.
+    binder_signal: Arc<OnceLock<Arc<Signal>>>,
+    connector: Arc<SocketShared>,
+    connector_opts: Options,
+}
+
+/// The names bound in one context and the connects waiting for them.
+#[derive(Default)]
+pub(crate) struct Registry {
+    bound: HashMap<String, Binder>,
+    pending: HashMap<String, Vec<Pending>>,
+    /// Every live inproc pipe, by id, so `disconnect` can close it.
+    pipes: HashMap<PipeId, (Weak<Queue>, Weak<Queue>)>,
+}
+
+fn registry(ctx: &Context) -> std::sync::MutexGuard<'_, Registry> {
+    ctx.inner.inproc.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Queue bound for one direction: the sender's SNDHWM plus the receiver's
+/// RCVHWM (as libzmq sizes inproc pipes); 0 if either is unlimited.
+fn combined_hwm(sndhwm: i32, rcvhwm: i32) -> usize {
+    let (s, r) = (Options::hwm(sndhwm), Options::hwm(rcvhwm));
+    if s == 0 || r == 0 {
+        0
+    } else {
+        s + r
+    }
+}
+
+pub(crate) fn bind(
+    ctx: &Context,
+    socket: &Arc<SocketShared>,
+    opts: &Options,
+    name: &str,
+) -> Result<()> {
+    bind_binder(
+        ctx,
+        name,
+        Binder::Socket {
+            socket: socket.clone(),
+            opts: Box::new(opts.clone()),
+        },
+    )
+}
+
+pub(crate) fn bind_binder(ctx: &Context, name: &str, binder: Binder) -> Result<()> {
+    let mut reg = registry(ctx);
+    if reg.bound.contains_key(name) {
+        return err(
+            Error::EADDRINUSE,
+            format!("inproc://{name} is already bound in this context"),
+        );
+    }
+    for p in reg.pending.remove(name).unwrap_or_default() {
+        complete(p, &binder);
+    }
+    reg.bound.insert(name.to_string(), binder);
+    Ok(())
+}
+
+/// Hands a waiting connect's far end to the binder.
+fn complete(p: Pending, binder: &Binder) {
+    match binder {
+        Binder::Socket { socket, opts } => {
+            if !socket.socket_type.is_compatible(p.connector.socket_type) {
+                tracing::debug!(
+                    "inproc: {} cannot connect to {}; pipe closed",
+                    p.connector.socket_type,
+                    socket.socket_type
+                );
+                p.end.close();
+                return;
+            }
+            let _ = p.binder_signal.set(socket.signal.clone());
+            p.end
+                .tx
+                .set_hwm(combined_hwm(opts.sndhwm, p.connector_opts.rcvhwm));
+            p.end
+                .rx
+                .set_hwm(combined_hwm(p.connector_opts.sndhwm, opts.rcvhwm));
+            socket.attach(p.end);
+        }
+        Binder::Monitor(sink) => {
+            let _ = p.binder_signal.set(sink.signal.clone());
+            sink.attach(p.end);
+        }
+    }
+}
+
+pub(crate) fn unbind(ctx: &Context, name: &str) {
+    registry(ctx).bound.remove(name);
+}
+
+/// Makes a pipe to `name` and returns the connecting socket's end.
+pub(crate) fn connect(
+    ctx: &Context,
+    socket: &Arc<SocketShared>,
+    opts: &Options,
+    name: &str,
+) -> PipeEnd {
+    let mut reg = registry(ctx);
+    let binder_signal: Arc<OnceLock<Arc<Signal>>> = Arc::new(OnceLock::new());
+    let (binder_identity, binder_opts) = match reg.bound.get(name) {
+        Some(Binder::Socket { socket, opts }) => {
+            let _ = binder_signal.set(socket.signal.clone());
+            (opts.identity.clone(), Some((**opts).clone()))
+        }
+        Some(Binder::Monitor(sink)) => {
+            let _ = binder_signal.set(sink.signal.clone());
+            (Default::default(), None)
+        }
+        None => (Default::default(), None),
+    };
+    let (b_snd, b_rcv) = binder_opts
+        .as_ref()
+        .map_or((opts.rcvhwm, opts.sndhwm), |o| (o.sndhwm, o.rcvhwm));
+    let us = Waker::Socket(socket.signal.clone());
+    let them = Waker::Deferred(binder_signal.clone());
+    let to_binder = Queue::new(combined_hwm(opts.sndhwm, b_rcv), them.clone(), us.clone());
+    let to_us = Queue::new(combined_hwm(b_snd, opts.rcvhwm), us, them);
+    let id = next_pipe_id();
+    let ours = PipeEnd {
+        id,
+        rx: to_us.clone(),
+        tx: to_binder.clone(),
+        peer: PeerMeta {
+            identity: binder_identity,
+            metadata: None,
+        },
+    };
+    let theirs = PipeEnd {
+        id: next_pipe_id(),
+        rx: to_binder.clone(),
+        tx: to_us.clone(),
+        peer: PeerMeta {
+            identity: opts.identity.clone(),
+            metadata: None,
+        },
+    };
+    // Forget pipes both sockets have dropped, then remember this one.
+    reg.pipes
+        .retain(|_, (a, b)| a.strong_count() > 0 || b.strong_count() > 0);
+    reg.pipes
+        .insert(id, (Arc::downgrade(&to_us), Arc::downgrade(&to_binder)));
+    let pending = Pending {
+        end: theirs,
+        binder_signal,
+        connector: socket.clone(),
+        connector_opts: opts.clone(),
+    };
+    match reg.bound.get(name).cloned() {
+        Some(binder) => complete(pending, &binder),
+        None => reg
+            .pending
+            .entry(name.to_string())
+            .or_default()
+            .push(pending),
+    }
+    ours
+}
+
+/// Closes an inproc pipe made by `connect`.
+pub(crate) fn disconnect(ctx: &Context, pipe: PipeId) {
+    if let Some((to_us, to_binder)) = registry(ctx).pipes.remove(&pipe) {
+        if let Some(q) = to_binder.upgrade() {
+            q.close_writer();
+        }
+        if let Some(q) = to_us.upgrade() {
+            q.close_reader();
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `Message`: one frame, shaped like `zmq::Message`, backed by
+//! `bytes::Bytes` so frames move between threads and into the socket
+//! without copies.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use fabriq_zmtp::Properties;
+
+/// One message frame. Multipart messages are several `Message`s, the
+/// earlier ones with [`Message::get_more`] set.
+///
+/// ```
+/// use fabriq::Message;
+/// let mut m = Message::from("hello");
+/// m[0] = b'j';
+/// assert_eq!(m.as_str(), Some("jello"));
+/// // Zero-copy in and out:
+/// let b = bytes::Bytes::from_static(b"shared");
+/// let m = Message::from(b.clone());
+/// assert_eq!(m.into_bytes().as_ptr(), b.as_ptr());
+/// ```
+#[derive(Clone, Default)]
+pub struct Message {
+    data: Data,
+    more: bool,
+    meta: Option<Arc<Metadata>>,
+}
+
+#[derive(Clone)]
+enum Data {
+    Shared(Bytes),
+    Owned(BytesMut),
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data::Shared(Bytes::new())
+    }
+}
+
+/// What a received frame knows about the connection it came from
+/// (`zmq_msg_gets`).
+#[derive(Debug, Default)]
+pub(crate) struct Metadata {
+    pub properties: Properties,
+    pub peer_address: Option<String>,
+}
+
+impl Message {
+    /// An empty message.
+    pub fn new() -> Message {
+        Message::default()
+    }
+
+    /// A message of `len` zero bytes.
+    pub fn with_size(len: usize) -> Message {
+        Message {
+            data: Data::Owned(BytesMut::zeroed(len)),
+            ..Message::default()
+        }
+    }
+
+    /// Same as [`Message::with_size`] (the zmq crate's deprecated name).
+    #[deprecated(note = "use `with_size`")]
+    pub fn with_capacity(len: usize) -> Message {
+        Message::with_size(len)
+    }
+
+    /// A copy of `data`.
+    #[deprecated(note = "use the `From` trait")]
+    pub fn from_slice(data: &[u8]) -> Message {
+        Message::from(data)
+    }
+
+    /// The contents as UTF-8, if they are.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(self).ok()
+    }
+
+    /// Whether more frames of the same message follow this one.
+    pub fn get_more(&self) -> bool {
+        self.more
+    }
+
+    /// A metadata property of the connection the message came from:
+    /// `Socket-Type`, `Identity`, `Peer-Address`, or an application `X-`
+    /// property the peer sent. Names are matched without regard to case.
+    pub fn gets<'a>(&'a mut self, property: &str) -> Option<&'a str> {
+        let meta = self.meta.as_deref()?;
+        if property.eq_ignore_ascii_case("Peer-Address") {
+            return meta.peer_address.as_deref();
+        }
+        meta.properties
+            .get(property)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// The frame as `Bytes`, without copying.
+    pub fn into_bytes(self) -> Bytes {
+        match self.data {
+            Data::Shared(b) => b,
+            Data::Owned(b) => b.freeze(),
+        }
+    }
+
+    /// A cheap handle to the contents (reference counted, no copy).
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.data {
+            Data::Shared(b) => b.clone(),
+            Data::Owned(b) => Bytes::copy_from_slice(b),
+        }
+    }
+
+    pub(crate) fn from_parts(data: Bytes, more: bool, meta: Option<Arc<Metadata>>) -> Message {
+        Message {
+            data: Data::Shared(data),
+            more,
+            meta,
+        }
+    }
+}
+
+impl Deref for Message {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.data {
+            Data::Shared(b) => b,
+            Data::Owned(b) => b,
+        }
+    }
+}
+
+impl DerefMut for Message {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        if let Data::Shared(b) = &mut self.data {
+            // Take the buffer over if we are its only owner, else copy.
+            let owned = std::mem::take(b)
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            self.data = Data::Owned(owned);
+        }
+        match &mut self.data {
+            Data::Owned(b) => b,
+            Data::Shared(_) => unreachable!("converted above"),
+        }
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Eq for Message {}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", &self[..])
+    }
+}
+
+impl From<&[u8]> for Message {
+    fn from(data: &[u8]) -> Self {
+        Message::from(Bytes::copy_from_slice(data))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Message {
+    fn from(data: &[u8; N]) -> Self {
+        Message::from(&data[..])
+    }
+}
+
+impl From<Vec<u8>> for Message {
+    fn from(data: Vec<u8>) -> Self {
+        Message::from(Bytes::from(data))
+    }
+}
+
+impl From<Box<[u8]>> for Message {
+    fn from(data: Box<[u8]>) -> Self {
+        Message::from(Bytes::from(data))
+    }
+}
+
+impl From<&str> for Message {
+    fn from(data: &str) -> Self {
+        Message::from(data.as_bytes())
+    }
+}
+
+impl From<String> for Message {
+    fn from(data: String) -> Self {
+        Message::from(data.into_bytes())
+    }
+}
+
+/// Anything that converts into a message converts by reference too (as in
+/// the zmq crate), by cloning.
+impl<T> From<&T> for Message
+where
+    T: Into<Message> + Clone,
+{
+    fn from(v: &T) -> Self {
+        v.clone().into()
+    }
+}
+
+impl From<Bytes> for Message {
+    fn from(data: Bytes) -> Self {
+        Message {
+            data: Data::Shared(data),
+            ..Message::default()
+        }
+    }
+}
+
+impl From<BytesMut> for Message {
+    fn from(data: BytesMut) -> Self {
+        Message {
+            data: Data::Owned(data),
+            ..Message::default()
+        }
+    }
+}
+
+impl From<Message> for Bytes {
+    fn from(msg: Message) -> Self {
+        msg.into_bytes()
+    }
+}

@@ -1,0 +1,188 @@
+//! Socket monitoring: events in libzmq's numbering and frame format,
+//! delivered to a PAIR socket connected to an inproc endpoint.
+//!
+//! Each event is a two-frame message: 6 bytes (event number as u16 and
+//! value as u32, both little endian, as libzmq writes them on x86) and the
+//! endpoint the event concerns.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use fabriq_zmtp::{Multipart, ProtocolError};
+
+use crate::context::Context;
+use crate::endpoint::{Endpoint, Role};
+use crate::error::{err, Error, Result};
+use crate::pipe::{Item, PipeEnd};
+use crate::signal::Signal;
+use crate::socket::SocketShared;
+
+/// The events, with libzmq's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub(crate) enum Event {
+    Connected = 0x1,
+    ConnectDelayed = 0x2,
+    ConnectRetried = 0x4,
+    Listening = 0x8,
+    BindFailed = 0x10,
+    Accepted = 0x20,
+    AcceptFailed = 0x40,
+    Closed = 0x80,
+    Disconnected = 0x200,
+    MonitorStopped = 0x400,
+    HandshakeFailedNoDetail = 0x800,
+    HandshakeSucceeded = 0x1000,
+    HandshakeFailedProtocol = 0x2000,
+}
+
+/// The event and value libzmq reports for a failed handshake.
+pub(crate) fn handshake_failure(e: &ProtocolError) -> (Event, u32) {
+    use ProtocolError::*;
+    let code = match e {
+        BadSignature { .. }
+        | UnsupportedVersion { .. }
+        | BadAsServer(_)
+        | Truncated { .. }
+        | HandshakeTimeout => {
+            return (Event::HandshakeFailedNoDetail, libc::EPROTO as u32);
+        }
+        UnknownMechanism(_) | MechanismMismatch { .. } | MechanismNotSupported(_) => 0x1100_0002,
+        UnexpectedCommand(_) | DataBeforeHandshake | MultipartCommand => 0x1000_0001,
+        MalformedCommand { command, .. } if command == "READY" => 0x1000_0016,
+        MalformedCommand { command, .. } if command == "ERROR" => 0x1000_0015,
+        MalformedCommand { .. } => 0x1000_0011,
+        MalformedProperty(_)
+        | MissingSocketType
+        | UnknownSocketType(_)
+        | IncompatibleSocketType { .. }
+        | IdentityTooLong(_) => 0x1000_0018,
+        PeerError(_) | FrameTooLarge { .. } | HeartbeatExpired(_) => 0x1000_0000,
+    };
+    (Event::HandshakeFailedProtocol, code)
+}
+
+/// Where a socket's events go: the pipes of PAIR sockets connected to the
+/// monitor endpoint.
+#[derive(Debug)]
+pub(crate) struct Sink {
+    pub signal: Arc<Signal>,
+    pipes: Mutex<Vec<PipeEnd>>,
+}
+
+impl Sink {
+    pub(crate) fn attach(&self, end: PipeEnd) {
+        self.pipes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(end);
+    }
+
+    fn send(&self, msg: Multipart) {
+        let mut pipes = self.pipes.lock().unwrap_or_else(|p| p.into_inner());
+        pipes.retain(|p| !p.is_dead());
+        for p in pipes.iter() {
+            // A monitor that does not keep up loses events, never blocks
+            // the socket.
+            if p.tx.has_room() {
+                p.tx.push(Item::Msg(msg.clone()));
+            }
+        }
+    }
+
+    fn close(&self) {
+        for p in self
+            .pipes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            p.tx.close_writer();
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Active {
+    sink: Arc<Sink>,
+    mask: u32,
+    name: String,
+    ctx: Context,
+}
+
+/// A socket's monitor, if any.
+#[derive(Debug, Default)]
+pub(crate) struct MonitorSlot {
+    active: Mutex<Option<Active>>,
+}
+
+impl MonitorSlot {
+    /// Reports `event` about `endpoint` if the monitor wants it.
+    pub(crate) fn emit(&self, event: Event, value: u32, endpoint: &str) {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = active.as_ref() {
+            if a.mask & event as u32 != 0 {
+                a.sink.send(frames(event, value, endpoint));
+            }
+        }
+    }
+
+    /// Ends monitoring with MONITOR_STOPPED.
+    pub(crate) fn stop(&self) {
+        let old = self.active.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(a) = old {
+            if a.mask & Event::MonitorStopped as u32 != 0 {
+                a.sink.send(frames(Event::MonitorStopped, 0, ""));
+            }
+            a.sink.close();
+            crate::inproc::unbind(&a.ctx, &a.name);
+        }
+    }
+}
+
+fn frames(event: Event, value: u32, endpoint: &str) -> Multipart {
+    let mut head = BytesMut::with_capacity(6);
+    head.put_u16_le(event as u16);
+    head.put_u32_le(value);
+    [head.freeze(), Bytes::copy_from_slice(endpoint.as_bytes())]
+        .into_iter()
+        .collect()
+}
+
+/// `Socket::monitor`: start (or, with an empty endpoint, stop) monitoring.
+pub(crate) fn start(
+    ctx: &Context,
+    socket: &Arc<SocketShared>,
+    endpoint: &str,
+    events: i32,
+) -> Result<()> {
+    socket.monitor.stop();
+    if endpoint.is_empty() {
+        return Ok(());
+    }
+    let Endpoint::Inproc(name) = Endpoint::parse(endpoint, Role::Bind)? else {
+        return err(
+            Error::EPROTONOSUPPORT,
+            format!("monitor endpoint {endpoint:?} must be inproc://"),
+        );
+    };
+    let sink = Arc::new(Sink {
+        signal: Arc::new(
+            Signal::new().map_err(|e| crate::error::fail(Error::EMFILE, e.to_string()))?,
+        ),
+        pipes: Mutex::new(Vec::new()),
+    });
+    crate::inproc::bind_binder(ctx, &name, crate::inproc::Binder::Monitor(sink.clone()))?;
+    let mask = if events == 0 { u32::MAX } else { events as u32 };
+    *socket
+        .monitor
+        .active
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(Active {
+        sink,
+        mask,
+        name,
+        ctx: ctx.clone(),
+    });
+    Ok(())
+}

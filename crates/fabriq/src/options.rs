@@ -1,0 +1,151 @@
+//! Socket options: storage, defaults (libzmq's) and validation.
+//!
+//! Options are read when they matter, as in libzmq: HWMs and identity when
+//! a pipe or connection is made, linger when the socket closes, timeouts on
+//! each call.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use fabriq_zmtp::Properties;
+
+use crate::error::{err, Error, Result};
+
+/// One socket's options. Defaults are libzmq 4.3's.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub sndhwm: i32,
+    pub rcvhwm: i32,
+    pub linger: i32,
+    pub identity: Bytes,
+    pub rcvtimeo: i32,
+    pub sndtimeo: i32,
+    pub reconnect_ivl: i32,
+    pub reconnect_ivl_max: i32,
+    pub immediate: bool,
+    pub conflate: bool,
+    pub router_mandatory: bool,
+    pub router_handover: bool,
+    pub req_relaxed: bool,
+    pub req_correlate: bool,
+    pub maxmsgsize: i64,
+    pub heartbeat_ivl: i32,
+    pub heartbeat_ttl: i32,
+    pub heartbeat_timeout: i32,
+    pub handshake_ivl: i32,
+    pub connect_timeout: i32,
+    pub tcp_keepalive: i32,
+    pub tcp_keepalive_cnt: i32,
+    pub tcp_keepalive_idle: i32,
+    pub tcp_keepalive_intvl: i32,
+    pub ipv6: bool,
+    pub xpub_verbose: bool,
+    pub xpub_verbose_unsubscribe: bool,
+    pub xpub_welcome_msg: Option<Bytes>,
+    pub sndbuf: i32,
+    pub rcvbuf: i32,
+    pub backlog: i32,
+    pub tos: i32,
+    pub affinity: u64,
+    pub rate: i32,
+    pub recovery_ivl: i32,
+    pub multicast_hops: i32,
+    pub metadata: Properties,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sndhwm: 1000,
+            rcvhwm: 1000,
+            linger: -1,
+            identity: Bytes::new(),
+            rcvtimeo: -1,
+            sndtimeo: -1,
+            reconnect_ivl: 100,
+            reconnect_ivl_max: 0,
+            immediate: false,
+            conflate: false,
+            router_mandatory: false,
+            router_handover: false,
+            req_relaxed: false,
+            req_correlate: false,
+            maxmsgsize: -1,
+            heartbeat_ivl: 0,
+            heartbeat_ttl: 0,
+            heartbeat_timeout: -1,
+            handshake_ivl: 30_000,
+            connect_timeout: 0,
+            tcp_keepalive: -1,
+            tcp_keepalive_cnt: -1,
+            tcp_keepalive_idle: -1,
+            tcp_keepalive_intvl: -1,
+            ipv6: false,
+            xpub_verbose: false,
+            xpub_verbose_unsubscribe: false,
+            xpub_welcome_msg: None,
+            sndbuf: -1,
+            rcvbuf: -1,
+            backlog: 100,
+            tos: 0,
+            affinity: 0,
+            rate: 100,
+            recovery_ivl: 10_000,
+            multicast_hops: 1,
+            metadata: Properties::new(),
+        }
+    }
+}
+
+/// Checks an integer option against its lower bound.
+pub(crate) fn at_least(name: &str, value: i32, min: i32) -> Result<i32> {
+    if value < min {
+        return err(
+            Error::EINVAL,
+            format!("{name} must be at least {min}, got {value}"),
+        );
+    }
+    Ok(value)
+}
+
+/// Checks a routing id (ZMQ_ROUTING_ID / identity).
+pub(crate) fn check_identity(value: &[u8]) -> Result<Bytes> {
+    if value.is_empty() || value.len() > 255 {
+        return err(
+            Error::EINVAL,
+            format!("identity must be 1 to 255 bytes, got {}", value.len()),
+        );
+    }
+    if value[0] == 0 {
+        return err(
+            Error::EINVAL,
+            "identity must not start with a zero byte (reserved for generated ids)",
+        );
+    }
+    Ok(Bytes::copy_from_slice(value))
+}
+
+/// Milliseconds (with libzmq's "-1 = forever, 0 = none") as a duration.
+pub(crate) fn millis(value: i32) -> Option<Duration> {
+    (value > 0).then(|| Duration::from_millis(value as u64))
+}
+
+impl Options {
+    /// The protocol engine's view of these options.
+    pub(crate) fn zmtp_config(&self, socket_type: fabriq_zmtp::SocketType) -> fabriq_zmtp::Config {
+        let mut c = fabriq_zmtp::Config::new(socket_type);
+        c.identity = self.identity.clone();
+        c.metadata = self.metadata.clone();
+        c.max_msg_size = u64::try_from(self.maxmsgsize).ok();
+        c.handshake_ivl = millis(self.handshake_ivl);
+        c.heartbeat_ivl = millis(self.heartbeat_ivl);
+        c.heartbeat_ttl = millis(self.heartbeat_ttl);
+        c.heartbeat_timeout = millis(self.heartbeat_timeout);
+        c
+    }
+
+    /// HWM as a queue bound (0 = none).
+    pub(crate) fn hwm(value: i32) -> usize {
+        usize::try_from(value).unwrap_or(0)
+    }
+}

@@ -1,0 +1,260 @@
+//! Routing rules, one file per socket type. A pattern sees only pipes and
+//! whole messages; it never knows which transport a pipe runs over.
+
+mod dealer;
+mod pair;
+mod publish;
+mod pull;
+mod push;
+mod rep;
+mod req;
+mod router;
+mod subscribe;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use fabriq_zmtp::{Multipart, SocketType};
+
+use crate::error::{err, Error, Result};
+use crate::options::Options;
+use crate::pipe::{Item, PipeEnd, PipeId};
+
+/// The routing rule of one socket type.
+pub(crate) trait Pattern: Send {
+    /// A new peer.
+    fn attach(&mut self, pipe: PipeEnd, opts: &Options);
+
+    /// Forgets pipes whose peer is gone and whose messages were all read.
+    fn prune(&mut self, opts: &Options);
+
+    /// Called with the first frame of an outgoing message: checks the
+    /// state (EFSM), picks the destination, and says EAGAIN if nobody can
+    /// take the message now. Once this succeeds, `send` cannot block.
+    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()>;
+
+    /// Sends a whole message to the destination chosen by `start_send`.
+    fn send(&mut self, msg: Multipart, opts: &Options) -> Result<()>;
+
+    /// The next whole message for the application, or EAGAIN.
+    fn recv(&mut self, opts: &Options) -> Result<Received>;
+
+    /// Whether `start_send` would succeed now (POLLOUT).
+    fn can_send(&mut self, opts: &Options) -> bool;
+
+    /// SUB's subscribe/unsubscribe options.
+    fn subscribe(&mut self, _topic: &[u8], _add: bool) -> Result<()> {
+        err(
+            Error::EINVAL,
+            "subscribe/unsubscribe are options of SUB sockets only",
+        )
+    }
+
+    /// Closes every pipe (the socket is closing).
+    fn close_all(&mut self);
+}
+
+/// A received message and the pipe it came from.
+pub(crate) struct Received {
+    pub msg: Multipart,
+    /// The connection's metadata, for `Message::gets`.
+    pub meta: Option<std::sync::Arc<crate::message::Metadata>>,
+}
+
+/// Makes the pattern for a socket type.
+pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
+    match socket_type {
+        SocketType::Pair => Box::new(pair::Pair::default()),
+        SocketType::Push => Box::new(push::Push::default()),
+        SocketType::Pull => Box::new(pull::Pull::default()),
+        SocketType::Dealer => Box::new(dealer::Dealer::default()),
+        SocketType::Router => Box::new(router::Router::new()),
+        SocketType::Req => Box::new(req::Req::default()),
+        SocketType::Rep => Box::new(rep::Rep::default()),
+        SocketType::Pub => Box::new(publish::Publish::new(false)),
+        SocketType::XPub => Box::new(publish::Publish::new(true)),
+        SocketType::Sub => Box::new(subscribe::Subscribe::new(false)),
+        SocketType::XSub => Box::new(subscribe::Subscribe::new(true)),
+    }
+}
+
+pub(crate) fn not_supported<T>(socket_type: SocketType, what: &str) -> Result<T> {
+    err(
+        Error::ENOTSUP,
+        format!("{socket_type} sockets cannot {what}"),
+    )
+}
+
+/// The pipes of a socket with the two classic schedules: fair queueing
+/// for input and round-robin load balancing for output.
+#[derive(Debug, Default)]
+pub(crate) struct Pipes {
+    pub list: Vec<PipeEnd>,
+    next_in: usize,
+    next_out: usize,
+}
+
+impl Pipes {
+    pub fn push(&mut self, pipe: PipeEnd) {
+        self.list.push(pipe);
+    }
+
+    /// Removes dead pipes, returning them for pattern-specific cleanup.
+    pub fn prune(&mut self) -> Vec<PipeEnd> {
+        let mut dead = Vec::new();
+        let mut i = 0;
+        while i < self.list.len() {
+            if self.list[i].is_dead() {
+                let pipe = self.list.remove(i);
+                pipe.close();
+                dead.push(pipe);
+            } else {
+                i += 1;
+            }
+        }
+        if self.next_in >= self.list.len() {
+            self.next_in = 0;
+        }
+        if self.next_out >= self.list.len() {
+            self.next_out = 0;
+        }
+        dead
+    }
+
+    pub fn index_of(&self, id: PipeId) -> Option<usize> {
+        self.list.iter().position(|p| p.id == id)
+    }
+
+    /// The next message, fairly across pipes (each pipe gets a turn per
+    /// message, so one busy peer cannot starve the others).
+    pub fn fair_recv(&mut self) -> Option<(usize, Item)> {
+        let n = self.list.len();
+        for k in 0..n {
+            let i = (self.next_in + k) % n;
+            if let Some(item) = self.list[i].rx.pop() {
+                self.next_in = (i + 1) % n;
+                return Some((i, item));
+            }
+        }
+        None
+    }
+
+    /// The next pipe, round robin, that has room for a message.
+    pub fn pick_out(&mut self) -> Option<usize> {
+        let n = self.list.len();
+        for k in 0..n {
+            let i = (self.next_out + k) % n;
+            if self.list[i].tx.has_room() {
+                self.next_out = (i + 1) % n;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub fn close_all(&mut self) {
+        for p in self.list.drain(..) {
+            p.close();
+        }
+    }
+}
+
+/// Topic prefixes with counts (two subscribes need two cancels).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Topics {
+    counts: HashMap<Bytes, usize>,
+    longest: usize,
+}
+
+impl Topics {
+    /// Adds one reference; returns whether the topic is new.
+    pub fn add(&mut self, topic: &[u8]) -> bool {
+        self.longest = self.longest.max(topic.len());
+        let c = self
+            .counts
+            .entry(Bytes::copy_from_slice(topic))
+            .or_insert(0);
+        *c += 1;
+        *c == 1
+    }
+
+    /// Drops one reference; returns whether the topic is now gone.
+    pub fn remove(&mut self, topic: &[u8]) -> bool {
+        match self.counts.get_mut(topic) {
+            Some(c) if *c > 1 => {
+                *c -= 1;
+                false
+            }
+            Some(_) => {
+                self.counts.remove(topic);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the topic is subscribed.
+    pub fn contains(&self, topic: &[u8]) -> bool {
+        self.counts.contains_key(topic)
+    }
+
+    /// Removes a topic whatever its count; returns whether it was there.
+    pub fn remove_all(&mut self, topic: &[u8]) -> bool {
+        self.counts.remove(topic).is_some()
+    }
+
+    /// Whether some subscribed prefix starts `data`.
+    pub fn matches(&self, data: &[u8]) -> bool {
+        if self.counts.is_empty() {
+            return false;
+        }
+        if self.counts.len() <= self.longest.min(data.len()) + 1 {
+            self.counts.keys().any(|t| data.starts_with(t))
+        } else {
+            (0..=self.longest.min(data.len())).any(|n| self.counts.contains_key(&data[..n]))
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Bytes> {
+        self.counts.keys()
+    }
+}
+
+/// The next data message, fair-queued; control items are skipped.
+pub(crate) fn fair_recv_msg(pipes: &mut Pipes) -> Result<Received> {
+    while let Some((i, item)) = pipes.fair_recv() {
+        if let Item::Msg(msg) = item {
+            return Ok(Received {
+                msg,
+                meta: pipes.list[i].peer.metadata.clone(),
+            });
+        }
+    }
+    Err(Error::EAGAIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Topics;
+
+    #[test]
+    fn topics_match_prefixes_and_count() {
+        let mut t = Topics::default();
+        assert!(!t.matches(b"anything"));
+        assert!(t.add(b"ab"));
+        assert!(!t.add(b"ab"));
+        assert!(t.matches(b"abc"));
+        assert!(!t.matches(b"a"));
+        assert!(!t.remove(b"ab"));
+        assert!(t.matches(b"ab"));
+        assert!(t.remove(b"ab"));
+        assert!(!t.matches(b"ab"));
+        t.add(b"");
+        assert!(t.matches(b""));
+        assert!(t.matches(b"zzz"));
+        for i in 0..100u8 {
+            t.add(&[b'x', i]);
+        }
+        assert!(t.matches(&[b'x', 42, 1]));
+    }
+}

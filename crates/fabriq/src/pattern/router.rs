@@ -1,0 +1,156 @@
+//! ROUTER: every message in is prefixed with the routing id of the peer it
+//! came from; every message out starts with the routing id of the peer it
+//! goes to. Peers announce an identity or get a generated one (`0x00` and
+//! a 32-bit counter). Unroutable messages are dropped, or refused with
+//! EHOSTUNREACH / EAGAIN under ROUTER_MANDATORY.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use fabriq_zmtp::Multipart;
+
+use super::{Pattern, Pipes, Received};
+use crate::error::{err, Error, Result};
+use crate::options::Options;
+use crate::pipe::{Item, PipeEnd, PipeId};
+
+pub(crate) struct Router {
+    pipes: Pipes,
+    by_id: HashMap<Bytes, PipeId>,
+    id_of: HashMap<PipeId, Bytes>,
+    next_generated: u32,
+    /// Destination of the message being sent; `None` drops it.
+    target: Option<PipeId>,
+}
+
+impl Router {
+    pub(crate) fn new() -> Router {
+        // libzmq starts generated ids at a random value.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        Router {
+            pipes: Pipes::default(),
+            by_id: HashMap::new(),
+            id_of: HashMap::new(),
+            next_generated: seed,
+            target: None,
+        }
+    }
+
+    fn generate_id(&mut self) -> Bytes {
+        loop {
+            self.next_generated = self.next_generated.wrapping_add(1);
+            let mut id = vec![0u8];
+            id.extend_from_slice(&self.next_generated.to_be_bytes());
+            let id = Bytes::from(id);
+            if !self.by_id.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn forget(&mut self, pipe: PipeId) {
+        if let Some(id) = self.id_of.remove(&pipe) {
+            self.by_id.remove(&id);
+        }
+    }
+}
+
+impl Pattern for Router {
+    fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
+        let announced = pipe.peer.identity.clone();
+        let id = if announced.is_empty() {
+            self.generate_id()
+        } else if let Some(&old) = self.by_id.get(&announced) {
+            if !opts.router_handover {
+                tracing::debug!("ROUTER refused a peer with a duplicate identity");
+                pipe.close();
+                return;
+            }
+            // Handover: the new connection takes the identity over.
+            if let Some(i) = self.pipes.index_of(old) {
+                self.pipes.list.remove(i).close();
+            }
+            self.forget(old);
+            announced
+        } else {
+            announced
+        };
+        self.by_id.insert(id.clone(), pipe.id);
+        self.id_of.insert(pipe.id, id);
+        self.pipes.push(pipe);
+    }
+
+    fn prune(&mut self, _: &Options) {
+        for dead in self.pipes.prune() {
+            self.forget(dead.id);
+        }
+    }
+
+    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+        self.target = None;
+        match self.by_id.get(first) {
+            None if opts.router_mandatory => err(
+                Error::EHOSTUNREACH,
+                "ROUTER_MANDATORY: no peer with this routing id",
+            ),
+            None => Ok(()),
+            Some(&pipe) => {
+                let has_room = self
+                    .pipes
+                    .index_of(pipe)
+                    .is_some_and(|i| self.pipes.list[i].tx.has_room());
+                if has_room {
+                    self.target = Some(pipe);
+                    Ok(())
+                } else if opts.router_mandatory {
+                    Err(Error::EAGAIN)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, mut msg: Multipart, _: &Options) -> Result<()> {
+        let Some(pipe) = self.target.take() else {
+            return Ok(());
+        };
+        if msg.len() < 2 {
+            return Ok(()); // a routing id with no body: nothing to send
+        }
+        msg.remove(0);
+        if let Some(i) = self.pipes.index_of(pipe) {
+            self.pipes.list[i].tx.push(Item::Msg(msg));
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, _: &Options) -> Result<Received> {
+        while let Some((i, item)) = self.pipes.fair_recv() {
+            let from = self.pipes.list[i].id;
+            let meta = self.pipes.list[i].peer.metadata.clone();
+            let Item::Msg(msg) = item else { continue };
+            let Some(id) = self.id_of.get(&from) else {
+                continue;
+            };
+            let mut out = Multipart::with_capacity(msg.len() + 1);
+            out.push(id.clone());
+            out.extend(msg);
+            return Ok(Received { msg: out, meta });
+        }
+        Err(Error::EAGAIN)
+    }
+
+    fn can_send(&mut self, _: &Options) -> bool {
+        true
+    }
+
+    fn close_all(&mut self) {
+        self.pipes.close_all();
+        self.by_id.clear();
+        self.id_of.clear();
+    }
+}

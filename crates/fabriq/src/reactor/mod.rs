@@ -1,0 +1,561 @@
+//! The I/O thread: one mio event loop per context that runs every tcp and
+//! ipc connection (sessions), the listeners, and the timers (reconnects,
+//! handshakes, heartbeats).
+//!
+//! Application threads talk to it through a command queue and a
+//! `mio::Waker`; pipes wake a session through [`ReactorWaker`], which
+//! queues the session's token and wakes the loop only if it may be
+//! asleep. Sessions talk to sockets through pipes and the socket mailbox.
+
+mod session;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Poll, Token};
+
+use crate::endpoint::{resolve, Endpoint};
+use crate::error::{Error, Result};
+use crate::monitor::Event;
+use crate::options::Options;
+use crate::pipe::{PipeEnd, Queue, Waker};
+use crate::socket::SocketShared;
+use crate::transport::{Listener, Target};
+
+use session::Session;
+
+const WAKER: Token = Token(0);
+
+static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(1);
+
+fn next_token() -> usize {
+    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Work handed to the I/O thread.
+enum Cmd {
+    Listen {
+        token: usize,
+        listener: Listener,
+        socket: Arc<SocketShared>,
+        opts: Box<Options>,
+        text: String,
+    },
+    Connect(Box<Session>),
+    Unbind(usize),
+    Disconnect(usize),
+    CloseSocket {
+        socket: u64,
+        linger: i32,
+    },
+    Shutdown,
+}
+
+#[derive(Default)]
+struct Inbox {
+    cmds: Vec<Cmd>,
+    ready: Vec<usize>,
+}
+
+struct Shared {
+    waker: mio::Waker,
+    inbox: Mutex<Inbox>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn post(&self, f: impl FnOnce(&mut Inbox)) {
+        let was_empty = {
+            let mut inbox = self.lock();
+            let empty = inbox.cmds.is_empty() && inbox.ready.is_empty();
+            f(&mut inbox);
+            empty
+        };
+        if was_empty {
+            if let Err(e) = self.waker.wake() {
+                tracing::error!("cannot wake the I/O thread: {e}");
+            }
+        }
+    }
+}
+
+/// Wakes one session of the I/O thread (used by pipes).
+#[derive(Clone)]
+pub(crate) struct ReactorWaker {
+    shared: Arc<Shared>,
+    token: usize,
+}
+
+impl std::fmt::Debug for ReactorWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReactorWaker({})", self.token)
+    }
+}
+
+impl ReactorWaker {
+    pub(crate) fn wake(&self) {
+        let token = self.token;
+        self.shared.post(|inbox| inbox.ready.push(token));
+    }
+}
+
+/// Handle to the I/O thread.
+pub(crate) struct Reactor {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Reactor {
+    pub(crate) fn start() -> std::io::Result<Reactor> {
+        let poll = Poll::new()?;
+        let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let shared = Arc::new(Shared {
+            waker,
+            inbox: Mutex::new(Inbox::default()),
+        });
+        let loop_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("fabriq-io".into())
+            .spawn(move || EventLoop::new(poll, loop_shared).run())?;
+        Ok(Reactor {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    fn waker_for(&self, token: usize) -> Waker {
+        Waker::Reactor(ReactorWaker {
+            shared: self.shared.clone(),
+            token,
+        })
+    }
+
+    /// Binds a tcp or ipc endpoint now (so errors come back at once) and
+    /// hands the listener to the I/O thread.
+    pub(crate) fn listen(
+        &self,
+        endpoint: &Endpoint,
+        socket: &Arc<SocketShared>,
+        opts: &Options,
+    ) -> Result<(usize, String)> {
+        let (listener, text) = match endpoint {
+            Endpoint::Tcp { host, port } => {
+                let (l, text) = crate::transport::tcp::bind(host, *port, opts)?;
+                (Listener::Tcp(l), text)
+            }
+            Endpoint::Ipc(addr) => {
+                let (l, text) = crate::transport::ipc::bind(addr)?;
+                (Listener::Ipc(l), text)
+            }
+            Endpoint::Inproc(_) => unreachable!("inproc is bound without the I/O thread"),
+        };
+        socket
+            .monitor
+            .emit(Event::Listening, listener.raw_fd() as u32, &text);
+        let token = next_token();
+        self.shared.post(|inbox| {
+            inbox.cmds.push(Cmd::Listen {
+                token,
+                listener,
+                socket: socket.clone(),
+                opts: Box::new(opts.clone()),
+                text: text.clone(),
+            })
+        });
+        Ok((token, text))
+    }
+
+    /// Starts connecting in the background. Unless IMMEDIATE is set (or
+    /// the socket is a ROUTER, which needs the peer's identity first), the
+    /// pipe exists from now on, so messages queue until the peer is there.
+    pub(crate) fn connect(
+        &self,
+        endpoint: &Endpoint,
+        text: &str,
+        socket: &Arc<SocketShared>,
+        opts: &Options,
+    ) -> Result<(usize, Option<PipeEnd>)> {
+        let target = match endpoint {
+            Endpoint::Tcp { host, port } => {
+                let port = port.expect("connect endpoints have a port");
+                Target::Tcp(resolve(host, port, opts.ipv6)?)
+            }
+            Endpoint::Ipc(addr) => Target::Ipc(addr.clone()),
+            Endpoint::Inproc(_) => unreachable!("inproc connects without the I/O thread"),
+        };
+        let token = next_token();
+        let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
+        let (socket_end, session_end) = if early_pipe {
+            let (a, b) = self.make_pipe(token, socket, opts, None);
+            (Some(a), Some(b))
+        } else {
+            (None, None)
+        };
+        let base = session::Base {
+            token,
+            waker: self.waker_for(token),
+            socket: socket.clone(),
+            opts: opts.clone(),
+            endpoint: text.to_string(),
+        };
+        let session = Session::connecting(base, target, session_end);
+        self.shared
+            .post(|inbox| inbox.cmds.push(Cmd::Connect(Box::new(session))));
+        Ok((token, socket_end))
+    }
+
+    /// A pipe between `socket` and the session `token`: the socket's end
+    /// and the session's end (whose `rx` is what the socket sends).
+    fn make_pipe(
+        &self,
+        token: usize,
+        socket: &Arc<SocketShared>,
+        opts: &Options,
+        peer: Option<crate::pipe::PeerMeta>,
+    ) -> (PipeEnd, PipeEnd) {
+        make_pipe(self.waker_for(token), socket, opts, peer)
+    }
+
+    pub(crate) fn unbind(&self, token: usize) {
+        self.shared
+            .post(|inbox| inbox.cmds.push(Cmd::Unbind(token)));
+    }
+
+    pub(crate) fn disconnect(&self, token: usize) {
+        self.shared
+            .post(|inbox| inbox.cmds.push(Cmd::Disconnect(token)));
+    }
+
+    pub(crate) fn close_socket(&self, socket: u64, linger: i32) {
+        self.shared
+            .post(|inbox| inbox.cmds.push(Cmd::CloseSocket { socket, linger }));
+    }
+
+    /// Asks the loop to finish (after lingering sessions) and waits.
+    pub(crate) fn shutdown_and_wait(&self) {
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            self.shared.post(|inbox| inbox.cmds.push(Cmd::Shutdown));
+            if handle.join().is_err() {
+                tracing::error!("the I/O thread panicked");
+            }
+        }
+    }
+}
+
+/// Builds the two ends of a session pipe. The session end's `rx` is the
+/// socket's outgoing queue (bounded by SNDHWM), its `tx` the socket's
+/// incoming queue (bounded by RCVHWM).
+fn make_pipe(
+    session_waker: Waker,
+    socket: &Arc<SocketShared>,
+    opts: &Options,
+    peer: Option<crate::pipe::PeerMeta>,
+) -> (PipeEnd, PipeEnd) {
+    let socket_waker = Waker::Socket(socket.signal.clone());
+    let outgoing = Queue::new(
+        Options::hwm(opts.sndhwm),
+        session_waker.clone(),
+        socket_waker.clone(),
+    );
+    let incoming = Queue::new(Options::hwm(opts.rcvhwm), socket_waker, session_waker);
+    let peer = peer.unwrap_or(crate::pipe::PeerMeta {
+        identity: Default::default(),
+        metadata: None,
+    });
+    let socket_end = PipeEnd {
+        id: crate::pipe::next_pipe_id(),
+        rx: incoming.clone(),
+        tx: outgoing.clone(),
+        peer: peer.clone(),
+    };
+    let session_end = PipeEnd {
+        id: socket_end.id,
+        rx: outgoing,
+        tx: incoming,
+        peer,
+    };
+    (socket_end, session_end)
+}
+
+struct ListenerEntry {
+    listener: Listener,
+    socket: Arc<SocketShared>,
+    opts: Box<Options>,
+    text: String,
+}
+
+/// The loop's own state, owned by the I/O thread.
+struct EventLoop {
+    poll: Poll,
+    shared: Arc<Shared>,
+    listeners: HashMap<usize, ListenerEntry>,
+    sessions: HashMap<usize, Session>,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    shutting_down: bool,
+}
+
+impl EventLoop {
+    fn new(poll: Poll, shared: Arc<Shared>) -> EventLoop {
+        EventLoop {
+            poll,
+            shared,
+            listeners: HashMap::new(),
+            sessions: HashMap::new(),
+            timers: BinaryHeap::new(),
+            shutting_down: false,
+        }
+    }
+
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let timeout = self
+                .timers
+                .peek()
+                .map(|Reverse((t, _))| t.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    tracing::error!("I/O thread poll failed: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+            let now = Instant::now();
+            for event in events.iter() {
+                let token = event.token().0;
+                if event.token() == WAKER {
+                    continue;
+                }
+                if self.listeners.contains_key(&token) {
+                    self.accept(token, now);
+                } else if let Some(s) = self.sessions.get_mut(&token) {
+                    if event.is_readable() || event.is_read_closed() || event.is_error() {
+                        s.want_read = true;
+                    }
+                    if event.is_writable() || event.is_write_closed() || event.is_error() {
+                        s.writable = true;
+                    }
+                    self.drive(token, now);
+                }
+            }
+            let inbox = std::mem::take(&mut *self.shared.lock());
+            for cmd in inbox.cmds {
+                self.command(cmd, now);
+            }
+            for token in inbox.ready {
+                self.drive(token, now);
+            }
+            self.fire_timers(Instant::now());
+            if self.shutting_down && self.sessions.is_empty() {
+                break;
+            }
+        }
+        for (_, mut l) in self.listeners.drain() {
+            l.listener.deregister(self.poll.registry());
+        }
+    }
+
+    fn command(&mut self, cmd: Cmd, now: Instant) {
+        match cmd {
+            Cmd::Listen {
+                token,
+                mut listener,
+                socket,
+                opts,
+                text,
+            } => {
+                if let Err(e) = listener.register(self.poll.registry(), Token(token)) {
+                    tracing::error!("cannot register listener {text}: {e}");
+                    return;
+                }
+                self.listeners.insert(
+                    token,
+                    ListenerEntry {
+                        listener,
+                        socket,
+                        opts,
+                        text,
+                    },
+                );
+                // Connections may have queued before registration.
+                self.accept(token, now);
+            }
+            Cmd::Connect(session) => {
+                let token = session.token;
+                self.sessions.insert(token, *session);
+                self.drive(token, now);
+            }
+            Cmd::Unbind(token) => {
+                if let Some(mut l) = self.listeners.remove(&token) {
+                    l.listener.deregister(self.poll.registry());
+                    l.socket
+                        .monitor
+                        .emit(Event::Closed, l.listener.raw_fd() as u32, &l.text);
+                }
+                let accepted: Vec<usize> = self
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.accepted_by() == Some(token))
+                    .map(|(t, _)| *t)
+                    .collect();
+                for t in accepted {
+                    self.remove_session(t);
+                }
+            }
+            Cmd::Disconnect(token) => self.remove_session(token),
+            Cmd::CloseSocket { socket, linger } => {
+                let listeners: Vec<usize> = self
+                    .listeners
+                    .iter()
+                    .filter(|(_, l)| l.socket.id == socket)
+                    .map(|(t, _)| *t)
+                    .collect();
+                for t in listeners {
+                    if let Some(mut l) = self.listeners.remove(&t) {
+                        l.listener.deregister(self.poll.registry());
+                    }
+                }
+                let tokens: Vec<usize> = self
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.socket.id == socket)
+                    .map(|(t, _)| *t)
+                    .collect();
+                for t in tokens {
+                    let deadline = match linger {
+                        -1 => None,
+                        ms => Some(now + Duration::from_millis(ms.max(0) as u64)),
+                    };
+                    if let Some(s) = self.sessions.get_mut(&t) {
+                        s.start_linger(deadline);
+                        if let Some(d) = deadline {
+                            self.timers.push(Reverse((d, t)));
+                        }
+                    }
+                    self.drive(t, now);
+                }
+            }
+            Cmd::Shutdown => {
+                self.shutting_down = true;
+                let tokens: Vec<usize> = self.sessions.keys().copied().collect();
+                for t in tokens {
+                    self.drive(t, now);
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, token: usize, now: Instant) {
+        loop {
+            let Some(entry) = self.listeners.get_mut(&token) else {
+                return;
+            };
+            match entry.listener.accept() {
+                Ok(Some(stream)) => {
+                    let session_token = next_token();
+                    entry
+                        .socket
+                        .monitor
+                        .emit(Event::Accepted, stream.raw_fd() as u32, &entry.text);
+                    let waker = Waker::Reactor(ReactorWaker {
+                        shared: self.shared.clone(),
+                        token: session_token,
+                    });
+                    let base = session::Base {
+                        token: session_token,
+                        waker,
+                        socket: entry.socket.clone(),
+                        opts: (*entry.opts).clone(),
+                        endpoint: entry.text.clone(),
+                    };
+                    let session = Session::accepted(base, token, stream, now);
+                    self.sessions.insert(session_token, session);
+                    if let Some(s) = self.sessions.get_mut(&session_token) {
+                        if let Some(stream) = s.stream.as_mut() {
+                            if let Err(e) =
+                                stream.register(self.poll.registry(), Token(session_token))
+                            {
+                                tracing::error!("cannot register connection: {e}");
+                            }
+                        }
+                    }
+                    self.drive(session_token, now);
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    // EMFILE and friends: report and try again on the next
+                    // readiness event rather than spinning.
+                    entry.socket.monitor.emit(
+                        Event::AcceptFailed,
+                        Error::from_io(&e).to_raw() as u32,
+                        &entry.text,
+                    );
+                    tracing::warn!("accept on {} failed: {e}", entry.text);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs a session and applies what it asks for.
+    fn drive(&mut self, token: usize, now: Instant) {
+        let Some(session) = self.sessions.get_mut(&token) else {
+            return;
+        };
+        let outcome = session.drive(self.poll.registry(), now, self.shutting_down);
+        match outcome {
+            session::Outcome::Keep { wake_at } => {
+                if let Some(t) = wake_at {
+                    self.timers.push(Reverse((t, token)));
+                }
+            }
+            session::Outcome::Again => {
+                self.shared.post(|inbox| inbox.ready.push(token));
+            }
+            session::Outcome::Remove => self.remove_session(token),
+        }
+    }
+
+    fn remove_session(&mut self, token: usize) {
+        if let Some(mut s) = self.sessions.remove(&token) {
+            s.close(self.poll.registry());
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(Reverse((t, token))) = self.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            // Timers are not cancelled, only checked: a session drives
+            // itself from its own state, so a stale entry costs one look.
+            if self.sessions.contains_key(&token) {
+                self.drive(token, now);
+            }
+        }
+    }
+}
+
+impl Drop for Reactor {
+    fn drop(&mut self) {
+        self.shutdown_and_wait();
+    }
+}
+
+pub(crate) fn session_pipe(
+    waker: Waker,
+    socket: &Arc<SocketShared>,
+    opts: &Options,
+    peer: crate::pipe::PeerMeta,
+) -> (PipeEnd, PipeEnd) {
+    make_pipe(waker, socket, opts, Some(peer))
+}

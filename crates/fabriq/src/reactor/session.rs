@@ -1,0 +1,574 @@
+//! A session: one tcp or ipc connection of one socket, in the I/O thread.
+//!
+//! It joins a transport stream, the ZMTP engine and the socket's pipe:
+//! bytes read go through the engine into the pipe; messages from the pipe
+//! go through the engine's encoder and leave in one vectored write per
+//! batch. A connecting session outlives its connections: it reconnects
+//! with libzmq's intervals and backoff, keeps its pipe (so messages queue
+//! meanwhile), and replays the subscriptions it has carried.
+
+use std::io::{self, IoSlice};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fabriq_zmtp::{Connection, Event as ZEvent, ProtocolError};
+use mio::{Registry, Token};
+
+use crate::message::Metadata;
+use crate::monitor::{handshake_failure, Event};
+use crate::options::{millis, Options};
+use crate::pattern::Topics;
+use crate::pipe::{Item, PeerMeta, PipeEnd, Waker};
+use crate::socket::SocketShared;
+use crate::transport::{self, Stream, Target};
+
+/// Encoded bytes gathered before a write (opportunistic batching: a write
+/// happens as soon as the pipe runs dry, this only caps a batch).
+const MAX_BATCH: usize = 256 * 1024;
+/// Reads per turn before yielding to other sessions.
+const READ_BUDGET: usize = 16;
+/// Pieces per vectored write.
+const MAX_IOV: usize = 64;
+
+/// What every session starts from: who it is and whom it serves.
+pub(super) struct Base {
+    pub token: usize,
+    /// Wakes this session (given to the pipes it makes).
+    pub waker: Waker,
+    pub socket: Arc<SocketShared>,
+    pub opts: Options,
+    /// The endpoint as monitor events name it.
+    pub endpoint: String,
+}
+
+/// What the event loop should do with the session after a turn.
+pub(super) enum Outcome {
+    /// Keep it; run it again at `wake_at` if set.
+    Keep { wake_at: Option<Instant> },
+    /// It has more work right now (budget spent).
+    Again,
+    /// It is finished.
+    Remove,
+}
+
+#[derive(Debug)]
+enum Origin {
+    Connect {
+        target: Target,
+        /// Current reconnect interval (grows with backoff).
+        ivl: Option<Duration>,
+        /// When to try again, while disconnected.
+        retry_at: Option<Instant>,
+    },
+    Accept {
+        listener: usize,
+    },
+}
+
+/// Why a connection ended.
+enum End {
+    Eof,
+    Io(io::Error),
+    Protocol(ProtocolError),
+}
+
+pub(super) struct Session {
+    pub token: usize,
+    /// Wakes this session (given to the pipes it makes).
+    waker: Waker,
+    pub socket: Arc<SocketShared>,
+    opts: Options,
+    endpoint: String,
+    origin: Origin,
+    pub stream: Option<Stream>,
+    connecting: bool,
+    conn: Option<Connection>,
+    handshaken: bool,
+    pipe: Option<PipeEnd>,
+    /// The pipe lives only as long as one connection (accepted sessions,
+    /// ROUTER and IMMEDIATE connects).
+    pipe_per_connection: bool,
+    /// Topics carried to the peer, replayed after a reconnect.
+    subs: Topics,
+    pub want_read: bool,
+    pub writable: bool,
+    /// The socket's inbound queue was full; waiting for room.
+    stalled: bool,
+    /// The socket is closed: finish sending, then go. `Some(None)`:
+    /// linger forever.
+    linger: Option<Option<Instant>>,
+}
+
+impl Session {
+    pub(super) fn connecting(base: Base, target: Target, pipe: Option<PipeEnd>) -> Session {
+        let pipe_per_connection = pipe.is_none();
+        let Base {
+            token,
+            waker,
+            socket,
+            opts,
+            endpoint,
+        } = base;
+        Session {
+            token,
+            waker,
+            socket,
+            endpoint,
+            origin: Origin::Connect {
+                target,
+                ivl: millis(opts.reconnect_ivl),
+                retry_at: Some(Instant::now()),
+            },
+            opts,
+            stream: None,
+            connecting: false,
+            conn: None,
+            handshaken: false,
+            pipe,
+            pipe_per_connection,
+            subs: Topics::default(),
+            want_read: false,
+            writable: false,
+            stalled: false,
+            linger: None,
+        }
+    }
+
+    pub(super) fn accepted(base: Base, listener: usize, stream: Stream, now: Instant) -> Session {
+        let Base {
+            token,
+            waker,
+            socket,
+            opts,
+            endpoint,
+        } = base;
+        let conn = Connection::new(opts.zmtp_config(socket.socket_type), now).ok();
+        Session {
+            token,
+            waker,
+            socket,
+            opts,
+            endpoint,
+            origin: Origin::Accept { listener },
+            stream: Some(stream),
+            connecting: false,
+            conn,
+            handshaken: false,
+            pipe: None,
+            pipe_per_connection: true,
+            subs: Topics::default(),
+            want_read: true,
+            writable: true,
+            stalled: false,
+            linger: None,
+        }
+    }
+
+    pub(super) fn accepted_by(&self) -> Option<usize> {
+        match self.origin {
+            Origin::Accept { listener } => Some(listener),
+            Origin::Connect { .. } => None,
+        }
+    }
+
+    pub(super) fn start_linger(&mut self, deadline: Option<Instant>) {
+        self.linger = Some(deadline);
+    }
+
+    /// One turn: connect if due, read, write, check timers.
+    pub(super) fn drive(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        shutting_down: bool,
+    ) -> Outcome {
+        self.stalled = false;
+        if let Some(outcome) = self.check_linger(now, shutting_down) {
+            return outcome;
+        }
+        if self.stream.is_none() {
+            return self.maybe_connect(registry, now);
+        }
+        if self.connecting {
+            match self.stream.as_mut().map(Stream::connect_result) {
+                Some(Ok(true)) => self.on_connected(now),
+                Some(Ok(false)) => return Outcome::Keep { wake_at: None },
+                Some(Err(e)) => return self.on_end(registry, End::Io(e), now),
+                None => unreachable!("checked above"),
+            }
+        }
+        let budget_left = match self.read_input(now) {
+            Ok(left) => left,
+            Err(end) => return self.on_end(registry, end, now),
+        };
+        self.fill_output();
+        if let Err(e) = self.flush() {
+            return self.on_end(registry, End::Io(e), now);
+        }
+        if let Some(conn) = self.conn.as_mut() {
+            if conn.poll_timeout().is_some_and(|t| t <= now) {
+                if let Err(e) = conn.handle_timeout(now) {
+                    return self.on_end(registry, End::Protocol(e), now);
+                }
+                if let Err(e) = self.flush() {
+                    return self.on_end(registry, End::Io(e), now);
+                }
+            }
+        }
+        if let Some(outcome) = self.check_linger(now, shutting_down) {
+            return outcome;
+        }
+        if !budget_left {
+            return Outcome::Again;
+        }
+        Outcome::Keep {
+            wake_at: self.conn.as_ref().and_then(Connection::poll_timeout),
+        }
+    }
+
+    /// Ends a lingering session once everything is sent or time is up.
+    fn check_linger(&mut self, now: Instant, shutting_down: bool) -> Option<Outcome> {
+        let deadline = match self.linger {
+            Some(d) => d,
+            None if shutting_down => Some(now),
+            None => return None,
+        };
+        if deadline.is_some_and(|d| now >= d) {
+            return Some(Outcome::Remove);
+        }
+        let queued = self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0);
+        let unsent = self.conn.as_ref().is_some_and(|c| !c.pending().is_empty());
+        if !(queued || unsent && self.stream.is_some()) {
+            return Some(Outcome::Remove);
+        }
+        None
+    }
+
+    fn maybe_connect(&mut self, registry: &Registry, now: Instant) -> Outcome {
+        let Origin::Connect {
+            target, retry_at, ..
+        } = &mut self.origin
+        else {
+            return Outcome::Remove;
+        };
+        match *retry_at {
+            Some(t) if t <= now => {}
+            Some(t) => return Outcome::Keep { wake_at: Some(t) },
+            None => return Outcome::Keep { wake_at: None },
+        }
+        *retry_at = None;
+        match transport::connect(target) {
+            Ok(mut stream) => {
+                if let Err(e) = stream.register(registry, Token(self.token)) {
+                    tracing::error!("cannot register connection: {e}");
+                    return self.on_end(registry, End::Io(e), now);
+                }
+                self.stream = Some(stream);
+                self.connecting = true;
+                self.socket.monitor.emit(
+                    Event::ConnectDelayed,
+                    libc::EINPROGRESS as u32,
+                    &self.endpoint,
+                );
+                Outcome::Keep { wake_at: None }
+            }
+            Err(e) => self.on_end(registry, End::Io(e), now),
+        }
+    }
+
+    fn on_connected(&mut self, now: Instant) {
+        self.connecting = false;
+        self.want_read = true;
+        self.writable = true;
+        if let Some(s) = &self.stream {
+            self.socket
+                .monitor
+                .emit(Event::Connected, s.raw_fd() as u32, &self.endpoint);
+        }
+        self.conn = Connection::new(self.opts.zmtp_config(self.socket.socket_type), now).ok();
+        if let Origin::Connect { ivl, .. } = &mut self.origin {
+            *ivl = millis(self.opts.reconnect_ivl);
+        }
+    }
+
+    /// Reads and decodes until the socket would block, the socket's
+    /// inbound queue is full, or the turn's budget is spent (returns
+    /// `false` then).
+    fn read_input(&mut self, now: Instant) -> Result<bool, End> {
+        let mut reads = 0;
+        loop {
+            self.process_events()?;
+            if self.stalled || !self.want_read {
+                return Ok(true);
+            }
+            if reads == READ_BUDGET {
+                return Ok(false);
+            }
+            reads += 1;
+            let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
+                return Ok(true);
+            };
+            let buf = conn.recv_buf();
+            let len = buf.len();
+            let cap = buf.capacity();
+            buf.resize(cap, 0);
+            match stream.read(&mut buf[len..]) {
+                Ok(0) => {
+                    buf.truncate(len);
+                    return Err(End::Eof);
+                }
+                Ok(n) => {
+                    buf.truncate(len + n);
+                    conn.input_received(now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    buf.truncate(len);
+                    self.want_read = false;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
+                Err(e) => {
+                    buf.truncate(len);
+                    return Err(End::Io(e));
+                }
+            }
+        }
+    }
+
+    /// Moves decoded events into the socket's pipe while it has room.
+    fn process_events(&mut self) -> Result<(), End> {
+        loop {
+            if let Some(p) = &self.pipe {
+                if self.handshaken && !p.tx.has_room() {
+                    self.stalled = true;
+                    return Ok(());
+                }
+            }
+            let Some(conn) = self.conn.as_mut() else {
+                return Ok(());
+            };
+            match conn.poll_event() {
+                Ok(None) => return Ok(()),
+                Ok(Some(ZEvent::HandshakeComplete)) => self.on_handshake(),
+                Ok(Some(ZEvent::Message(m))) => self.deliver(Item::Msg(m)),
+                Ok(Some(ZEvent::Subscribe(t))) => self.deliver(Item::Subscribe(t)),
+                Ok(Some(ZEvent::Cancel(t))) => self.deliver(Item::Cancel(t)),
+                Err(e) => return Err(End::Protocol(e)),
+            }
+        }
+    }
+
+    fn deliver(&mut self, item: Item) {
+        if let Some(p) = &self.pipe {
+            p.tx.push(item);
+        }
+    }
+
+    fn on_handshake(&mut self) {
+        self.handshaken = true;
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        let peer = conn.peer().cloned().expect("handshake complete");
+        self.socket
+            .monitor
+            .emit(Event::HandshakeSucceeded, 0, &self.endpoint);
+        let peer_address = self.stream.as_ref().map(Stream::peer_text);
+        let meta = PeerMeta {
+            identity: peer.identity.clone(),
+            metadata: Some(Arc::new(Metadata {
+                properties: peer.properties.clone(),
+                peer_address,
+            })),
+        };
+        if self.pipe.is_none() && self.linger.is_none() {
+            let (socket_end, session_end) =
+                super::session_pipe(self.waker.clone(), &self.socket, &self.opts, meta);
+            self.pipe = Some(session_end);
+            self.socket.attach(socket_end);
+        }
+        // After a reconnect, tell the new publisher what we subscribe to.
+        if self.socket.socket_type.is_subscriber() {
+            for topic in self.subs.iter() {
+                let _ = conn.subscribe(topic);
+            }
+        }
+    }
+
+    /// Encodes what the socket has queued, up to one batch.
+    fn fill_output(&mut self) {
+        let (Some(conn), Some(pipe)) = (self.conn.as_mut(), self.pipe.as_ref()) else {
+            return;
+        };
+        if !conn.is_ready() {
+            return;
+        }
+        let subscriber = self.socket.socket_type.is_subscriber();
+        while conn.pending().len() < MAX_BATCH {
+            let Some(item) = pipe.rx.pop() else { break };
+            let sent = match item {
+                Item::Msg(m) => conn.send(&m),
+                Item::Subscribe(t) => {
+                    if subscriber {
+                        self.subs.add(&t);
+                    }
+                    conn.subscribe(&t)
+                }
+                Item::Cancel(t) => {
+                    if subscriber {
+                        self.subs.remove(&t);
+                    }
+                    conn.cancel(&t)
+                }
+            };
+            if let Err(e) = sent {
+                tracing::debug!("dropped an outgoing message: {e}");
+            }
+        }
+    }
+
+    /// Writes pending output until done or the stream would block.
+    fn flush(&mut self) -> io::Result<()> {
+        let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
+            return Ok(());
+        };
+        while !conn.pending().is_empty() && self.writable {
+            let mut slices = [IoSlice::new(&[]); MAX_IOV];
+            let n = conn.pending().io_slices(&mut slices);
+            match stream.write_vectored(&slices[..n]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(k) => conn.advance_tx(k),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            // Refill between writes, so a large backlog streams out.
+            if conn.pending().len() < MAX_BATCH / 2 && conn.is_ready() {
+                if let Some(pipe) = self.pipe.as_ref() {
+                    while conn.pending().len() < MAX_BATCH {
+                        match pipe.rx.pop() {
+                            Some(Item::Msg(m)) => {
+                                let _ = conn.send(&m);
+                            }
+                            Some(Item::Subscribe(t)) => {
+                                if self.socket.socket_type.is_subscriber() {
+                                    self.subs.add(&t);
+                                }
+                                let _ = conn.subscribe(&t);
+                            }
+                            Some(Item::Cancel(t)) => {
+                                if self.socket.socket_type.is_subscriber() {
+                                    self.subs.remove(&t);
+                                }
+                                let _ = conn.cancel(&t);
+                            }
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The connection ended: report, clean up, and reconnect or finish.
+    fn on_end(&mut self, registry: &Registry, end: End, now: Instant) -> Outcome {
+        let was_connected = !self.connecting && self.stream.is_some();
+        if let End::Io(e) = &end {
+            tracing::debug!("{}: connection failed: {e}", self.endpoint);
+        }
+        let truncated = match (&end, self.conn.as_mut()) {
+            (End::Eof, Some(conn)) => conn.end_of_input(),
+            _ => None,
+        };
+        let protocol = match end {
+            End::Protocol(e) => Some(e),
+            _ => truncated,
+        };
+        if let Some(e) = &protocol {
+            tracing::debug!("{}: closing connection: {e}", self.endpoint);
+            if !self.handshaken {
+                let (ev, value) = handshake_failure(e);
+                self.socket.monitor.emit(ev, value, &self.endpoint);
+            }
+            // Best effort: an ERROR command the engine queued.
+            let _ = self.flush();
+        }
+        if let Some(mut stream) = self.stream.take() {
+            stream.deregister(registry);
+            if was_connected {
+                self.socket.monitor.emit(
+                    Event::Disconnected,
+                    stream.raw_fd() as u32,
+                    &self.endpoint,
+                );
+            }
+        }
+        self.conn = None;
+        self.connecting = false;
+        self.handshaken = false;
+        self.want_read = false;
+        self.writable = false;
+        if self.pipe_per_connection {
+            if let Some(p) = self.pipe.take() {
+                p.close();
+            }
+        }
+        let reconnect = match &mut self.origin {
+            Origin::Accept { .. } => None,
+            Origin::Connect { ivl, retry_at, .. } => {
+                let next = ivl.map(|current| {
+                    // libzmq: the current interval plus up to one base
+                    // interval of jitter; with a larger maximum, the
+                    // interval doubles up to it.
+                    let base = millis(self.opts.reconnect_ivl).unwrap_or(current);
+                    let random = std::hash::BuildHasher::hash_one(
+                        &std::collections::hash_map::RandomState::new(),
+                        self.token,
+                    );
+                    let jitter = Duration::from_millis(random % base.as_millis().max(1) as u64);
+                    let wait = current + jitter;
+                    if let Some(max) = millis(self.opts.reconnect_ivl_max) {
+                        if max > base {
+                            *ivl = Some((current * 2).min(max));
+                        }
+                    }
+                    wait
+                });
+                *retry_at = next.map(|w| now + w);
+                next
+            }
+        };
+        match reconnect {
+            Some(wait)
+                if self.linger.is_none() || self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0) =>
+            {
+                self.socket.monitor.emit(
+                    Event::ConnectRetried,
+                    wait.as_millis() as u32,
+                    &self.endpoint,
+                );
+                Outcome::Keep {
+                    wake_at: Some(now + wait),
+                }
+            }
+            _ => Outcome::Remove,
+        }
+    }
+
+    /// Closes everything (removal from the loop).
+    pub(super) fn close(&mut self, registry: &Registry) {
+        if let Some(mut stream) = self.stream.take() {
+            stream.deregister(registry);
+            if self.handshaken || self.conn.is_some() {
+                self.socket.monitor.emit(
+                    Event::Disconnected,
+                    stream.raw_fd() as u32,
+                    &self.endpoint,
+                );
+            }
+        }
+        if let Some(p) = self.pipe.take() {
+            p.close();
+        }
+    }
+}

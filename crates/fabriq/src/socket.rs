@@ -1,0 +1,791 @@
+//! `Socket`: the application's handle, shaped like `zmq::Socket`.
+//!
+//! A socket lives in one thread at a time (`Send`, not `Sync`). It owns
+//! its routing pattern and its ends of the pipes to its peers; the I/O
+//! thread and inproc peers reach it only through [`SocketShared`]: a
+//! mailbox for new pipes and the wake-up signal.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use fabriq_zmtp::{Multipart, SocketType as ZmtpType};
+
+use crate::context::Context;
+use crate::endpoint::{Endpoint, Role};
+use crate::error::{err, fail, Error, Result};
+use crate::message::{Message, Metadata};
+use crate::monitor::{Event, MonitorSlot};
+use crate::options::{at_least, check_identity, Options};
+use crate::pattern::{self, Pattern, Received};
+use crate::pipe::PipeEnd;
+use crate::poll::{PollEvents, PollItem, POLLIN, POLLOUT};
+use crate::signal::Signal;
+use crate::{Mechanism, SocketType, DONTWAIT, SNDMORE};
+
+static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The parts of a socket other threads may touch.
+#[derive(Debug)]
+pub(crate) struct SocketShared {
+    pub id: u64,
+    pub socket_type: ZmtpType,
+    pub signal: Arc<Signal>,
+    mailbox: Mutex<Vec<PipeEnd>>,
+    pub monitor: MonitorSlot,
+}
+
+impl SocketShared {
+    /// Hands a new pipe to the socket and wakes it.
+    pub(crate) fn attach(&self, pipe: PipeEnd) {
+        self.mailbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(pipe);
+        self.signal.raise();
+    }
+
+    fn take_mailbox(&self) -> Vec<PipeEnd> {
+        std::mem::take(&mut *self.mailbox.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// How an endpoint was bound or connected, for unbind/disconnect.
+#[derive(Debug)]
+enum Attachment {
+    /// A tcp/ipc listener in the I/O thread.
+    Listener { token: usize },
+    /// An outgoing tcp/ipc connection in the I/O thread.
+    Session { token: usize },
+    /// A name in the inproc registry.
+    InprocBind { name: String },
+    /// An inproc pipe.
+    InprocConnect { pipe: crate::pipe::PipeId },
+}
+
+#[derive(Debug)]
+struct Endpoints {
+    /// (text as given, text as resolved, what it is)
+    list: Vec<(String, String, Attachment)>,
+}
+
+struct Core {
+    opts: Options,
+    pattern: Box<dyn Pattern>,
+    /// The rest of the message being received.
+    inbox: VecDeque<Bytes>,
+    inbox_meta: Option<Arc<Metadata>>,
+    rcvmore: bool,
+    /// A message fetched by `get_events` before the application asked.
+    prefetched: Option<Received>,
+    /// Frames of the message being sent (SNDMORE so far).
+    outbox: Multipart,
+    sending: bool,
+    last_endpoint: String,
+    endpoints: Endpoints,
+}
+
+/// A fabriq socket. Create one with [`Context::socket`].
+///
+/// ```
+/// let ctx = fabriq::Context::new();
+/// let rep = ctx.socket(fabriq::REP).unwrap();
+/// rep.bind("tcp://127.0.0.1:*").unwrap();
+/// let endpoint = rep.get_last_endpoint().unwrap().unwrap();
+/// let req = ctx.socket(fabriq::REQ).unwrap();
+/// req.connect(&endpoint).unwrap();
+/// req.send("ping", 0).unwrap();
+/// assert_eq!(rep.recv_string(0).unwrap().unwrap(), "ping");
+/// rep.send("pong", 0).unwrap();
+/// assert_eq!(req.recv_string(0).unwrap().unwrap(), "pong");
+/// ```
+pub struct Socket {
+    ctx: Context,
+    shared: Arc<SocketShared>,
+    core: RefCell<Core>,
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket")
+            .field("id", &self.shared.id)
+            .field("type", &self.shared.socket_type)
+            .finish()
+    }
+}
+
+/// Sendable over a [`Socket`]: anything that converts into a [`Message`].
+pub trait Sendable {
+    /// Sends `self` as one frame.
+    fn send(self, socket: &Socket, flags: i32) -> Result<()>;
+}
+
+impl<T> Sendable for T
+where
+    T: Into<Message>,
+{
+    fn send(self, socket: &Socket, flags: i32) -> Result<()> {
+        socket.send_frame(self.into().into_bytes(), flags)
+    }
+}
+
+impl Socket {
+    pub(crate) fn new(ctx: Context, socket_type: ZmtpType) -> Result<Socket> {
+        let signal = Arc::new(
+            Signal::new()
+                .map_err(|e| fail(Error::EMFILE, format!("cannot create eventfd: {e}")))?,
+        );
+        let shared = Arc::new(SocketShared {
+            id: NEXT_SOCKET_ID.fetch_add(1, Ordering::Relaxed),
+            socket_type,
+            signal: signal.clone(),
+            mailbox: Mutex::new(Vec::new()),
+            monitor: MonitorSlot::default(),
+        });
+        ctx.socket_opened(shared.id, signal);
+        Ok(Socket {
+            ctx,
+            shared,
+            core: RefCell::new(Core {
+                opts: Options::default(),
+                pattern: pattern::for_type(socket_type),
+                inbox: VecDeque::new(),
+                inbox_meta: None,
+                rcvmore: false,
+                prefetched: None,
+                outbox: Multipart::new(),
+                sending: false,
+                last_endpoint: String::new(),
+                endpoints: Endpoints { list: Vec::new() },
+            }),
+        })
+    }
+
+    fn core(&self) -> std::cell::RefMut<'_, Core> {
+        self.core.borrow_mut()
+    }
+
+    /// Takes in new pipes and forgets dead ones.
+    fn process_commands(&self, core: &mut Core) {
+        for pipe in self.shared.take_mailbox() {
+            let Core { pattern, opts, .. } = core;
+            pattern.attach(pipe, opts);
+        }
+        let Core { pattern, opts, .. } = core;
+        pattern.prune(opts);
+    }
+
+    /// Runs `op` until it stops saying EAGAIN, sleeping on the socket's
+    /// signal in between, within `timeout_ms` (-1: forever).
+    fn wait_for<T>(
+        &self,
+        core: &mut Core,
+        nonblocking: bool,
+        timeout_ms: i32,
+        mut op: impl FnMut(&mut Core) -> Result<T>,
+    ) -> Result<T> {
+        let deadline =
+            (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        loop {
+            // Clear first: anything that happens after this look raises
+            // the signal again, so no wake-up is lost.
+            self.shared.signal.clear();
+            if self.ctx.is_terminated() {
+                return err(Error::ETERM, "the context was terminated");
+            }
+            self.process_commands(core);
+            match op(core) {
+                Err(Error::EAGAIN) => {
+                    if nonblocking || timeout_ms == 0 {
+                        return Err(Error::EAGAIN);
+                    }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return err(Error::EAGAIN, "timed out");
+                    }
+                    self.shared.signal.wait(deadline);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    // ---- sending -------------------------------------------------------
+
+    /// Sends one frame; with `SNDMORE`, more frames of the same message
+    /// follow. Accepts `&str`, `&[u8]`, `Vec<u8>`, `String`, `Message`,
+    /// `bytes::Bytes` (zero-copy)...
+    pub fn send<T: Sendable>(&self, data: T, flags: i32) -> Result<()> {
+        data.send(self, flags)
+    }
+
+    /// Sends a message given as [`Message`].
+    #[deprecated(note = "use `send`")]
+    pub fn send_msg(&self, msg: Message, flags: i32) -> Result<()> {
+        self.send(msg, flags)
+    }
+
+    /// Sends a string.
+    #[deprecated(note = "use `send`")]
+    pub fn send_str(&self, data: &str, flags: i32) -> Result<()> {
+        self.send(data, flags)
+    }
+
+    /// Sends all parts of a multipart message.
+    pub fn send_multipart<I, T>(&self, iter: I, flags: i32) -> Result<()>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Message>,
+    {
+        let mut last: Option<T> = None;
+        for part in iter {
+            if let Some(prev) = last.take() {
+                self.send(prev.into(), flags | SNDMORE)?;
+            }
+            last = Some(part);
+        }
+        match last {
+            Some(part) => self.send(part.into(), flags),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn send_frame(&self, frame: Bytes, flags: i32) -> Result<()> {
+        let mut core = self.core();
+        let core = &mut *core;
+        if !core.sending {
+            let timeout = core.opts.sndtimeo;
+            self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
+                let Core { pattern, opts, .. } = core;
+                pattern.start_send(&frame, opts)
+            })?;
+            core.sending = true;
+        }
+        core.outbox.push(frame);
+        if flags & SNDMORE == 0 {
+            core.sending = false;
+            let msg = std::mem::take(&mut core.outbox);
+            let Core { pattern, opts, .. } = core;
+            pattern.send(msg, opts)?;
+        }
+        Ok(())
+    }
+
+    // ---- receiving -----------------------------------------------------
+
+    fn recv_frame(&self, flags: i32) -> Result<(Bytes, bool, Option<Arc<Metadata>>)> {
+        let mut core = self.core();
+        let core = &mut *core;
+        if core.inbox.is_empty() {
+            let timeout = core.opts.rcvtimeo;
+            let received =
+                self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
+                    match core.prefetched.take() {
+                        Some(r) => Ok(r),
+                        None => {
+                            let Core { pattern, opts, .. } = core;
+                            pattern.recv(opts)
+                        }
+                    }
+                })?;
+            core.inbox.extend(received.msg);
+            core.inbox_meta = received.meta;
+        }
+        let frame = core.inbox.pop_front().unwrap_or_default();
+        core.rcvmore = !core.inbox.is_empty();
+        Ok((frame, core.rcvmore, core.inbox_meta.clone()))
+    }
+
+    /// Receives one frame into `msg`.
+    pub fn recv(&self, msg: &mut Message, flags: i32) -> Result<()> {
+        let (data, more, meta) = self.recv_frame(flags)?;
+        *msg = Message::from_parts(data, more, meta);
+        Ok(())
+    }
+
+    /// Receives one frame into `bytes`; returns the frame's full size
+    /// (larger than `bytes.len()` if it was truncated).
+    pub fn recv_into(&self, bytes: &mut [u8], flags: i32) -> Result<usize> {
+        let (data, _, _) = self.recv_frame(flags)?;
+        let n = data.len().min(bytes.len());
+        bytes[..n].copy_from_slice(&data[..n]);
+        Ok(data.len())
+    }
+
+    /// Receives one frame as a new [`Message`].
+    pub fn recv_msg(&self, flags: i32) -> Result<Message> {
+        let mut msg = Message::new();
+        self.recv(&mut msg, flags)?;
+        Ok(msg)
+    }
+
+    /// Receives one frame as bytes.
+    pub fn recv_bytes(&self, flags: i32) -> Result<Vec<u8>> {
+        Ok(self.recv_frame(flags)?.0.to_vec())
+    }
+
+    /// Receives one frame as `Bytes`, without copying.
+    pub fn recv_zc(&self, flags: i32) -> Result<Bytes> {
+        Ok(self.recv_frame(flags)?.0)
+    }
+
+    /// Receives one frame as a string; `Err(bytes)` inside if it is not
+    /// UTF-8.
+    pub fn recv_string(&self, flags: i32) -> Result<std::result::Result<String, Vec<u8>>> {
+        let bytes = self.recv_bytes(flags)?;
+        Ok(String::from_utf8(bytes).map_err(|e| e.into_bytes()))
+    }
+
+    /// Receives all frames of a message.
+    pub fn recv_multipart(&self, flags: i32) -> Result<Vec<Vec<u8>>> {
+        let mut parts = vec![self.recv_bytes(flags)?];
+        while self.get_rcvmore()? {
+            parts.push(self.recv_bytes(0)?);
+        }
+        Ok(parts)
+    }
+
+    /// Whether the last frame received has more frames after it.
+    pub fn get_rcvmore(&self) -> Result<bool> {
+        Ok(self.core().rcvmore)
+    }
+
+    // ---- endpoints -----------------------------------------------------
+
+    /// Accepts connections on `endpoint`: `tcp://host:port` (port `*` or
+    /// `0` for an ephemeral one), `ipc://path`, `ipc://@abstract`,
+    /// `ipc://*`, `inproc://name`.
+    pub fn bind(&self, endpoint: &str) -> Result<()> {
+        self.check_open()?;
+        let parsed = Endpoint::parse(endpoint, Role::Bind)?;
+        let mut core = self.core();
+        let (resolved, attachment) = match &parsed {
+            Endpoint::Inproc(name) => {
+                crate::inproc::bind(&self.ctx, &self.shared, &core.opts, name)?;
+                (
+                    endpoint.to_string(),
+                    Attachment::InprocBind { name: name.clone() },
+                )
+            }
+            _ => {
+                let reactor = self.ctx.reactor()?;
+                let result = reactor.listen(&parsed, &self.shared, &core.opts);
+                match result {
+                    Ok((token, text)) => (text, Attachment::Listener { token }),
+                    Err(e) => {
+                        self.shared
+                            .monitor
+                            .emit(Event::BindFailed, e.to_raw() as u32, endpoint);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        core.last_endpoint = resolved.clone();
+        core.endpoints
+            .list
+            .push((endpoint.to_string(), resolved, attachment));
+        Ok(())
+    }
+
+    /// Stops accepting on an endpoint given as bound or as
+    /// `get_last_endpoint` showed it; closes the connections it accepted.
+    pub fn unbind(&self, endpoint: &str) -> Result<()> {
+        self.check_open()?;
+        let mut core = self.core();
+        let attachment = take_endpoint(&mut core.endpoints, endpoint, |a| {
+            matches!(
+                a,
+                Attachment::Listener { .. } | Attachment::InprocBind { .. }
+            )
+        })
+        .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not bound")))?;
+        match attachment {
+            Attachment::Listener { token } => self.ctx.reactor()?.unbind(token),
+            Attachment::InprocBind { name } => crate::inproc::unbind(&self.ctx, &name),
+            _ => unreachable!("filtered above"),
+        }
+        Ok(())
+    }
+
+    /// Connects to `endpoint`; the connection is made (and remade) in the
+    /// background, so this returns at once.
+    pub fn connect(&self, endpoint: &str) -> Result<()> {
+        self.check_open()?;
+        let parsed = Endpoint::parse(endpoint, Role::Connect)?;
+        let mut core = self.core();
+        let core = &mut *core;
+        let attachment = match &parsed {
+            Endpoint::Inproc(name) => {
+                let pipe = crate::inproc::connect(&self.ctx, &self.shared, &core.opts, name);
+                let id = pipe.id;
+                let Core { pattern, opts, .. } = core;
+                pattern.attach(pipe, opts);
+                Attachment::InprocConnect { pipe: id }
+            }
+            _ => {
+                let reactor = self.ctx.reactor()?;
+                let (token, pipe) = reactor.connect(&parsed, endpoint, &self.shared, &core.opts)?;
+                if let Some(pipe) = pipe {
+                    let Core { pattern, opts, .. } = core;
+                    pattern.attach(pipe, opts);
+                }
+                Attachment::Session { token }
+            }
+        };
+        core.last_endpoint = endpoint.to_string();
+        core.endpoints
+            .list
+            .push((endpoint.to_string(), endpoint.to_string(), attachment));
+        Ok(())
+    }
+
+    /// Drops the connection made by `connect(endpoint)`.
+    pub fn disconnect(&self, endpoint: &str) -> Result<()> {
+        self.check_open()?;
+        let mut core = self.core();
+        let attachment = take_endpoint(&mut core.endpoints, endpoint, |a| {
+            matches!(
+                a,
+                Attachment::Session { .. } | Attachment::InprocConnect { .. }
+            )
+        })
+        .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not connected")))?;
+        match attachment {
+            Attachment::Session { token } => self.ctx.reactor()?.disconnect(token),
+            Attachment::InprocConnect { pipe } => crate::inproc::disconnect(&self.ctx, pipe),
+            _ => unreachable!("filtered above"),
+        }
+        Ok(())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.ctx.is_terminated() {
+            return err(Error::ETERM, "the context was terminated");
+        }
+        Ok(())
+    }
+
+    /// Reports this socket's events (`SocketEvent` bits in `events`) as
+    /// two-frame messages on a PAIR socket bound at `monitor_endpoint`
+    /// (an `inproc://` name), in libzmq's format: a 6-byte frame (event
+    /// number u16 and value u32, little endian) and the endpoint.
+    pub fn monitor(&self, monitor_endpoint: &str, events: i32) -> Result<()> {
+        crate::monitor::start(&self.ctx, &self.shared, monitor_endpoint, events)
+    }
+
+    // ---- polling -------------------------------------------------------
+
+    /// A poll item for this socket.
+    pub fn as_poll_item(&self, events: PollEvents) -> PollItem<'_> {
+        PollItem::from_socket(self, events)
+    }
+
+    /// Polls this socket alone.
+    pub fn poll(&self, events: PollEvents, timeout_ms: i64) -> Result<i32> {
+        crate::poll::poll(&mut [self.as_poll_item(events)], timeout_ms)
+    }
+
+    /// What the socket can do now, without blocking: POLLIN and/or POLLOUT.
+    pub fn get_events(&self) -> Result<PollEvents> {
+        self.shared.signal.clear();
+        let mut core = self.core();
+        let core = &mut *core;
+        self.process_commands(core);
+        let mut ev = PollEvents::empty();
+        let readable = !core.inbox.is_empty() || core.prefetched.is_some() || {
+            let Core { pattern, opts, .. } = core;
+            match pattern.recv(opts) {
+                Ok(r) => {
+                    core.prefetched = Some(r);
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        if readable {
+            ev |= POLLIN;
+        }
+        let writable = core.sending || {
+            let Core { pattern, opts, .. } = core;
+            pattern.can_send(opts)
+        };
+        if writable {
+            ev |= POLLOUT;
+        }
+        Ok(ev)
+    }
+
+    /// The file descriptor that becomes readable when [`Socket::get_events`]
+    /// may have changed (`ZMQ_FD`).
+    pub fn get_fd(&self) -> Result<RawFd> {
+        Ok(self.shared.signal.raw_fd())
+    }
+
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.shared.signal
+    }
+
+    // ---- options -------------------------------------------------------
+
+    /// The socket's type.
+    pub fn get_socket_type(&self) -> Result<SocketType> {
+        Ok(self.shared.socket_type.into())
+    }
+
+    /// The endpoint last bound or connected, with ephemeral ports resolved.
+    pub fn get_last_endpoint(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        Ok(Ok(self.core().last_endpoint.clone()))
+    }
+
+    /// The security mechanism (NULL in this release).
+    pub fn get_mechanism(&self) -> Result<Mechanism> {
+        Ok(Mechanism::ZMQ_NULL)
+    }
+
+    /// The routing id (`ZMQ_ROUTING_ID`, also known as identity).
+    pub fn get_identity(&self) -> Result<Vec<u8>> {
+        Ok(self.core().opts.identity.to_vec())
+    }
+
+    /// Sets the routing id: 1 to 255 bytes, not starting with a zero byte.
+    pub fn set_identity(&self, value: &[u8]) -> Result<()> {
+        self.core().opts.identity = check_identity(value)?;
+        Ok(())
+    }
+
+    /// Subscribes a SUB socket to messages starting with `topic`.
+    pub fn set_subscribe(&self, topic: &[u8]) -> Result<()> {
+        let mut core = self.core();
+        self.process_commands(&mut core);
+        core.pattern.subscribe(topic, true)
+    }
+
+    /// Removes one subscription to `topic`.
+    pub fn set_unsubscribe(&self, topic: &[u8]) -> Result<()> {
+        let mut core = self.core();
+        self.process_commands(&mut core);
+        core.pattern.subscribe(topic, false)
+    }
+
+    /// XPUB: passes every subscription to the application, not only new
+    /// topics.
+    pub fn set_xpub_verbose(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verbose")?;
+        self.core().opts.xpub_verbose = value;
+        Ok(())
+    }
+
+    /// XPUB: passes every unsubscription to the application.
+    pub fn set_xpub_verbose_unsubscribe(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verbose_unsubscribe")?;
+        self.core().opts.xpub_verbose_unsubscribe = value;
+        Ok(())
+    }
+
+    /// XPUB: a message sent to each new subscriber.
+    pub fn set_xpub_welcome_msg(&self, value: Option<&str>) -> Result<()> {
+        self.xpub_only("xpub_welcome_msg")?;
+        self.core().opts.xpub_welcome_msg = value.map(|v| Bytes::copy_from_slice(v.as_bytes()));
+        Ok(())
+    }
+
+    fn xpub_only(&self, name: &str) -> Result<()> {
+        if self.shared.socket_type != ZmtpType::XPub {
+            return err(
+                Error::EINVAL,
+                format!("{name} is an option of XPUB sockets"),
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds an application metadata property sent to peers in the
+    /// handshake (`ZMQ_METADATA`); the name must start with `X-`.
+    pub fn set_metadata(&self, name: &str, value: &[u8]) -> Result<()> {
+        if !name.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("x-")) {
+            return err(Error::EINVAL, "metadata property names must start with X-");
+        }
+        self.core()
+            .opts
+            .metadata
+            .push(name, Bytes::copy_from_slice(value))
+            .map_err(|e| fail(Error::EINVAL, e.to_string()))
+    }
+}
+
+fn take_endpoint(
+    endpoints: &mut Endpoints,
+    text: &str,
+    kind: impl Fn(&Attachment) -> bool,
+) -> Option<Attachment> {
+    let i = endpoints
+        .list
+        .iter()
+        .rposition(|(given, resolved, a)| (given == text || resolved == text) && kind(a))?;
+    Some(endpoints.list.remove(i).2)
+}
+
+/// Integer options: getter, setter, field, lowest accepted value.
+macro_rules! int_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident >= $min:expr ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                pub fn $get(&self) -> Result<i32> {
+                    Ok(self.core().opts.$field)
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: i32) -> Result<()> {
+                    self.core().opts.$field = at_least(stringify!($field), value, $min)?;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+int_options! {
+    /// Send high-water mark, in messages per peer (0: none).
+    (get_sndhwm, set_sndhwm) => sndhwm >= 0,
+    /// Receive high-water mark, in messages per peer (0: none).
+    (get_rcvhwm, set_rcvhwm) => rcvhwm >= 0,
+    /// How long pending messages may delay close, in ms (-1: forever).
+    (get_linger, set_linger) => linger >= -1,
+    /// Receive timeout in ms (-1: forever).
+    (get_rcvtimeo, set_rcvtimeo) => rcvtimeo >= -1,
+    /// Send timeout in ms (-1: forever).
+    (get_sndtimeo, set_sndtimeo) => sndtimeo >= -1,
+    /// Reconnect interval in ms (-1: no reconnect).
+    (get_reconnect_ivl, set_reconnect_ivl) => reconnect_ivl >= -1,
+    /// Maximum reconnect interval in ms for exponential backoff (0: none).
+    (get_reconnect_ivl_max, set_reconnect_ivl_max) => reconnect_ivl_max >= 0,
+    /// Interval between heartbeat PINGs in ms (0: off).
+    (get_heartbeat_ivl, set_heartbeat_ivl) => heartbeat_ivl >= 0,
+    /// TTL announced in PINGs, in ms (rounded down to 100 ms).
+    (get_heartbeat_ttl, set_heartbeat_ttl) => heartbeat_ttl >= 0,
+    /// Time to wait for traffic after a PING, in ms (-1: the interval).
+    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout >= -1,
+    /// Time allowed for the ZMTP handshake, in ms (0: unlimited).
+    (get_handshake_ivl, set_handshake_ivl) => handshake_ivl >= 0,
+    /// Time allowed for a tcp connect, in ms (0: the OS default).
+    (get_connect_timeout, set_connect_timeout) => connect_timeout >= 0,
+    /// SO_KEEPALIVE (-1: OS default, 0: off, 1: on).
+    (get_tcp_keepalive, set_tcp_keepalive) => tcp_keepalive >= -1,
+    /// TCP_KEEPCNT (-1: OS default).
+    (get_tcp_keepalive_cnt, set_tcp_keepalive_cnt) => tcp_keepalive_cnt >= -1,
+    /// TCP_KEEPIDLE in s (-1: OS default).
+    (get_tcp_keepalive_idle, set_tcp_keepalive_idle) => tcp_keepalive_idle >= -1,
+    /// TCP_KEEPINTVL in s (-1: OS default).
+    (get_tcp_keepalive_intvl, set_tcp_keepalive_intvl) => tcp_keepalive_intvl >= -1,
+    /// SO_SNDBUF in bytes (-1: OS default).
+    (get_sndbuf, set_sndbuf) => sndbuf >= -1,
+    /// SO_RCVBUF in bytes (-1: OS default).
+    (get_rcvbuf, set_rcvbuf) => rcvbuf >= -1,
+    /// Listen backlog.
+    (get_backlog, set_backlog) => backlog >= 0,
+    /// IP type-of-service.
+    (get_tos, set_tos) => tos >= 0,
+    /// Multicast rate (recorded; no multicast transport).
+    (get_rate, set_rate) => rate >= 1,
+    /// Multicast recovery interval (recorded; no multicast transport).
+    (get_recovery_ivl, set_recovery_ivl) => recovery_ivl >= 0,
+    /// Multicast hops (recorded; no multicast transport).
+    (get_multicast_hops, set_multicast_hops) => multicast_hops >= 1,
+}
+
+/// Boolean options.
+macro_rules! bool_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                pub fn $get(&self) -> Result<bool> {
+                    Ok(self.core().opts.$field)
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: bool) -> Result<()> {
+                    self.core().opts.$field = value;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+bool_options! {
+    /// Queue messages only on completed connections.
+    (is_immediate, set_immediate) => immediate,
+    /// Keep only the newest message in each queue.
+    (is_conflate, set_conflate) => conflate,
+    /// ROUTER: refuse unroutable messages (EHOSTUNREACH) instead of
+    /// dropping them.
+    (is_router_mandatory, set_router_mandatory) => router_mandatory,
+    /// ROUTER: a new peer with a taken identity takes it over.
+    (is_router_handover, set_router_handover) => router_handover,
+    /// REQ: allow a new request before the reply to the previous one.
+    (is_req_relaxed, set_req_relaxed) => req_relaxed,
+    /// REQ: match replies to requests with a request id.
+    (is_req_correlate, set_req_correlate) => req_correlate,
+    /// Use IPv6 as well as IPv4.
+    (is_ipv6, set_ipv6) => ipv6,
+}
+
+impl Socket {
+    /// Largest accepted message frame in bytes (-1: no limit).
+    pub fn get_maxmsgsize(&self) -> Result<i64> {
+        Ok(self.core().opts.maxmsgsize)
+    }
+
+    /// Sets the largest accepted frame; a peer sending more is
+    /// disconnected.
+    pub fn set_maxmsgsize(&self, value: i64) -> Result<()> {
+        if value < -1 {
+            return err(
+                Error::EINVAL,
+                format!("maxmsgsize must be -1 or more, got {value}"),
+            );
+        }
+        self.core().opts.maxmsgsize = value;
+        Ok(())
+    }
+
+    /// I/O thread affinity (recorded; one I/O thread).
+    pub fn get_affinity(&self) -> Result<u64> {
+        Ok(self.core().opts.affinity)
+    }
+
+    /// Sets the I/O thread affinity (recorded; one I/O thread).
+    pub fn set_affinity(&self, value: u64) -> Result<()> {
+        self.core().opts.affinity = value;
+        Ok(())
+    }
+
+    /// POLLIN/POLLOUT as for [`Socket::get_events`] (zmq's `ZMQ_EVENTS`).
+    pub fn events(&self) -> Result<PollEvents> {
+        self.get_events()
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        let core = self.core.get_mut();
+        core.pattern.close_all();
+        let linger = core.opts.linger;
+        for (_, _, a) in core.endpoints.list.drain(..) {
+            if let Attachment::InprocBind { name } = a {
+                crate::inproc::unbind(&self.ctx, &name);
+            }
+        }
+        if let Some(r) = self.ctx.reactor_started() {
+            r.close_socket(self.shared.id, linger);
+        }
+        self.shared.monitor.stop();
+        self.ctx.socket_closed(self.shared.id);
+    }
+}
