@@ -284,11 +284,19 @@ impl Connection {
     /// arrived: a frame that announces gigabytes gets buffer space only
     /// as its bytes come in.
     pub fn recv_buf(&mut self) -> &mut BytesMut {
-        let want = self.decoder.read_hint(&self.rx, self.config.read_chunk);
+        let want = self.read_size();
         if self.rx.capacity() - self.rx.len() < want {
             self.rx.reserve(want);
         }
         &mut self.rx
+    }
+
+    /// How many bytes the next read should ask for: one read chunk, or
+    /// more while a large frame is arriving (never more than what is
+    /// already buffered, so it grows with what the peer really sends).
+    /// [`Connection::recv_buf`] guarantees at least this much spare room.
+    pub fn read_size(&self) -> usize {
+        self.decoder.read_hint(&self.rx, self.config.read_chunk)
     }
 
     /// Records that bytes were appended to [`Connection::recv_buf`] at

@@ -105,6 +105,10 @@ fn complete(p: Pending, binder: &Binder) {
                 return;
             }
             let _ = p.binder_signal.set(socket.signal.clone());
+            if opts.conflate {
+                p.end.tx.set_conflate(true);
+                p.end.rx.set_conflate(true);
+            }
             p.end
                 .tx
                 .set_hwm(combined_hwm(opts.sndhwm, p.connector_opts.rcvhwm));
@@ -151,6 +155,10 @@ pub(crate) fn connect(
     let them = Waker::Deferred(binder_signal.clone());
     let to_binder = Queue::new(combined_hwm(opts.sndhwm, b_rcv), them.clone(), us.clone());
     let to_us = Queue::new(combined_hwm(b_snd, opts.rcvhwm), us, them);
+    // Conflation is a property of the connecting socket's queues here;
+    // a conflating binder sets it on its side when it takes the pipe.
+    to_us.set_conflate(opts.conflate);
+    to_binder.set_conflate(opts.conflate);
     let id = next_pipe_id();
     let ours = PipeEnd {
         id,

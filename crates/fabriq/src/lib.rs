@@ -36,6 +36,7 @@ mod options;
 mod pattern;
 mod pipe;
 mod poll;
+mod proxy;
 mod reactor;
 mod signal;
 mod socket;
@@ -45,6 +46,7 @@ pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
 pub use message::Message;
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
+pub use proxy::{proxy, proxy_with_capture};
 pub use socket::{Sendable, Socket};
 
 /// Send flag: do not block; fail with `EAGAIN` instead.

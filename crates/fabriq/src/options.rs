@@ -11,6 +11,11 @@ use fabriq_zmtp::Properties;
 
 use crate::error::{err, Error, Result};
 
+/// Bytes asked for per read when no large frame is arriving: enough to
+/// batch many small messages per system call, small enough that preparing
+/// the buffer stays cheap for one small message.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// One socket's options. Defaults are libzmq 4.3's.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -141,6 +146,7 @@ impl Options {
         c.heartbeat_ivl = millis(self.heartbeat_ivl);
         c.heartbeat_ttl = millis(self.heartbeat_ttl);
         c.heartbeat_timeout = millis(self.heartbeat_timeout);
+        c.read_chunk = READ_CHUNK;
         c
     }
 

@@ -77,6 +77,8 @@ pub(crate) struct Queue {
     writer_closed: AtomicBool,
     /// The reader is gone; pushes are discarded.
     reader_closed: AtomicBool,
+    /// Keep only the newest item (ZMQ_CONFLATE); the HWM does not apply.
+    conflate: AtomicBool,
     reader: Waker,
     writer: Waker,
 }
@@ -89,6 +91,7 @@ impl Queue {
             hwm: AtomicUsize::new(hwm),
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
+            conflate: AtomicBool::new(false),
             reader,
             writer,
         })
@@ -111,7 +114,7 @@ impl Queue {
             return true; // pushes are discarded: never block on a dead peer
         }
         let hwm = self.hwm.load(Ordering::Relaxed);
-        if hwm == 0 || self.len() < hwm {
+        if hwm == 0 || self.len() < hwm || self.conflate.load(Ordering::Relaxed) {
             return true;
         }
         let mut inner = self.lock();
@@ -130,6 +133,9 @@ impl Queue {
         }
         let wake = {
             let mut inner = self.lock();
+            if self.conflate.load(Ordering::Relaxed) {
+                inner.items.clear();
+            }
             inner.items.push_back(item);
             self.len.store(inner.items.len(), Ordering::Release);
             std::mem::take(&mut inner.reader_waiting)
@@ -192,6 +198,11 @@ impl Queue {
         self.is_writer_closed() && self.len() == 0
     }
 
+    /// Makes the queue keep only its newest item.
+    pub(crate) fn set_conflate(&self, on: bool) {
+        self.conflate.store(on, Ordering::Relaxed);
+    }
+
     pub(crate) fn set_hwm(&self, hwm: usize) {
         self.hwm.store(hwm, Ordering::Relaxed);
     }
@@ -229,9 +240,10 @@ pub(crate) struct PipeEnd {
 
 impl PipeEnd {
     /// Whether the pipe can be forgotten: the peer is gone and everything
-    /// it sent has been read.
+    /// it sent has been read. (A peer that closes stops reading at the
+    /// same moment, but what it sent before must still be delivered.)
     pub(crate) fn is_dead(&self) -> bool {
-        self.rx.is_finished() || self.tx.is_reader_closed()
+        self.rx.is_finished()
     }
 
     /// Closes our side: the peer's end sees the end of its inbound queue,

@@ -492,6 +492,7 @@ impl Socket {
     /// What the socket can do now, without blocking: POLLIN and/or POLLOUT.
     pub fn get_events(&self) -> Result<PollEvents> {
         self.shared.signal.clear();
+        self.check_open()?;
         let mut core = self.core();
         let core = &mut *core;
         self.process_commands(core);

@@ -76,3 +76,39 @@ fn pub_sub_tcp() {
         );
     }
 }
+
+#[test]
+fn proxy_router_dealer_and_destroy() {
+    let mut ctx = zmq::Context::new();
+    let frontend = ctx.socket(zmq::ROUTER).unwrap();
+    frontend.bind("tcp://127.0.0.1:*").unwrap();
+    let front_ep = frontend.get_last_endpoint().unwrap().unwrap();
+    let backend = ctx.socket(zmq::DEALER).unwrap();
+    backend.bind("inproc://smoke-proxy-back").unwrap();
+    let device = std::thread::spawn(move || {
+        let r = zmq::proxy(&frontend, &backend);
+        drop((frontend, backend));
+        r
+    });
+    let worker_ctx = ctx.clone();
+    let worker = std::thread::spawn(move || {
+        let rep = worker_ctx.socket(zmq::REP).unwrap();
+        rep.set_rcvtimeo(5000).unwrap();
+        rep.connect("inproc://smoke-proxy-back").unwrap();
+        for _ in 0..3 {
+            let q = rep.recv_string(0).unwrap().unwrap();
+            rep.send(format!("re:{q}").as_str(), 0).unwrap();
+        }
+    });
+    let req = ctx.socket(zmq::REQ).unwrap();
+    req.set_rcvtimeo(5000).unwrap();
+    req.connect(&front_ep).unwrap();
+    for i in 0..3 {
+        req.send(format!("{i}").as_str(), 0).unwrap();
+        assert_eq!(req.recv_string(0).unwrap().unwrap(), format!("re:{i}"));
+    }
+    worker.join().unwrap();
+    drop(req);
+    ctx.destroy().unwrap();
+    assert_eq!(device.join().unwrap(), Err(zmq::Error::ETERM));
+}

@@ -266,6 +266,8 @@ fn make_pipe(
         socket_waker.clone(),
     );
     let incoming = Queue::new(Options::hwm(opts.rcvhwm), socket_waker, session_waker);
+    outgoing.set_conflate(opts.conflate);
+    incoming.set_conflate(opts.conflate);
     let peer = peer.unwrap_or(crate::pipe::PeerMeta {
         identity: Default::default(),
         metadata: None,

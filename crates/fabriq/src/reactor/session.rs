@@ -142,6 +142,7 @@ impl Session {
             opts,
             endpoint,
         } = base;
+        stream.tune(&opts);
         let conn = Connection::new(opts.zmtp_config(socket.socket_type), now).ok();
         Session {
             token,
@@ -281,6 +282,7 @@ impl Session {
         self.want_read = true;
         self.writable = true;
         if let Some(s) = &self.stream {
+            s.tune(&self.opts);
             self.socket
                 .monitor
                 .emit(Event::Connected, s.raw_fd() as u32, &self.endpoint);
@@ -308,10 +310,12 @@ impl Session {
             let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
                 return Ok(true);
             };
+            // Zero only what this read may fill (a chunk, or the rest of a
+            // large frame), not the whole spare capacity.
+            let want = conn.read_size();
             let buf = conn.recv_buf();
             let len = buf.len();
-            let cap = buf.capacity();
-            buf.resize(cap, 0);
+            buf.resize(len + want, 0);
             match stream.read(&mut buf[len..]) {
                 Ok(0) => {
                     buf.truncate(len);

@@ -86,6 +86,13 @@ impl Stream {
         }
     }
 
+    /// Applies socket options that the transport understands.
+    pub(crate) fn tune(&self, opts: &crate::options::Options) {
+        if let Stream::Tcp(s) = self {
+            tcp::tune(s, opts);
+        }
+    }
+
     pub(crate) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         match self {
