@@ -189,10 +189,6 @@ impl Queue {
         self.writer_closed.load(Ordering::Acquire)
     }
 
-    pub(crate) fn is_reader_closed(&self) -> bool {
-        self.reader_closed.load(Ordering::Acquire)
-    }
-
     /// Writer closed and everything read: the pipe has nothing more.
     pub(crate) fn is_finished(&self) -> bool {
         self.is_writer_closed() && self.len() == 0
