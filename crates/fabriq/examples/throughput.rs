@@ -10,7 +10,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let endpoint = args.get(1).map_or("tcp://127.0.0.1:*", String::as_str);
     let size: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
-    let count: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let count: usize = args
+        .get(3)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
 
     let ctx = fabriq::Context::new();
     let pull = ctx.socket(fabriq::PULL).expect("socket");

@@ -185,7 +185,18 @@ impl Reactor {
         let target = match endpoint {
             Endpoint::Tcp { host, port } => {
                 let port = port.expect("connect endpoints have a port");
-                Target::Tcp(resolve(host, port, opts.ipv6)?)
+                // An address literal is checked now (an IPv6 address needs
+                // the ipv6 option); a host name is looked up at every
+                // connect attempt, as libzmq does, so a name that does not
+                // resolve yet is retried rather than refused.
+                if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
+                    resolve(host, port, opts.ipv6)?;
+                }
+                Target::Tcp {
+                    host: host.clone(),
+                    port,
+                    ipv6: opts.ipv6,
+                }
             }
             Endpoint::Ipc(addr) => Target::Ipc(addr.clone()),
             Endpoint::Inproc(_) => unreachable!("inproc connects without the I/O thread"),

@@ -159,15 +159,26 @@ impl Listener {
 /// Where an outgoing connection goes.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
-    Tcp(std::net::SocketAddr),
+    /// Host (name or address literal) and port, resolved at each attempt.
+    Tcp {
+        host: String,
+        port: u16,
+        ipv6: bool,
+    },
     Ipc(crate::endpoint::IpcAddr),
 }
 
 /// Starts a non-blocking connect.
 pub(crate) fn connect(target: &Target) -> io::Result<Stream> {
     match target {
-        Target::Tcp(addr) => {
-            let s = mio::net::TcpStream::connect(*addr)?;
+        Target::Tcp { host, port, ipv6 } => {
+            let addr = crate::endpoint::resolve(host, *port, *ipv6).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    crate::error::last_error_detail().unwrap_or_default(),
+                )
+            })?;
+            let s = mio::net::TcpStream::connect(addr)?;
             let _ = s.set_nodelay(true);
             Ok(Stream::Tcp(s))
         }

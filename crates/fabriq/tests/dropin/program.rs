@@ -1,0 +1,981 @@
+// The drop-in scenarios, written against the `zmq` crate's API only.
+//
+// This file is `include!`d by `tests/dropin.rs` twice: in a module where
+// `zmq` is the real zmq crate and in one where `zmq` is fabriq. It must
+// not name anything that exists only in fabriq.
+//
+// Every scenario has its own Context and its own endpoints (ephemeral tcp
+// ports, `ipc://*`, inproc names unique to the scenario). Every blocking
+// call is bounded: sockets get receive/send timeouts and waits are polls
+// with deadlines.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Upper bound for any single wait for a message that should come.
+const TIMEOUT_MS: i32 = 5000;
+
+/// A socket with bounded blocking calls and no linger (so that dropping
+/// the context never waits for undelivered messages).
+fn socket(ctx: &zmq::Context, socket_type: zmq::SocketType) -> zmq::Socket {
+    let s = ctx.socket(socket_type).unwrap();
+    s.set_linger(0).unwrap();
+    s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    s.set_sndtimeo(TIMEOUT_MS).unwrap();
+    s
+}
+
+/// Binds to an ephemeral endpoint and returns the resolved one.
+fn bind_ephemeral(s: &zmq::Socket, endpoint: &str) -> String {
+    s.bind(endpoint).unwrap();
+    s.get_last_endpoint().unwrap().unwrap()
+}
+
+fn deadline() -> Instant {
+    Instant::now() + Duration::from_millis(TIMEOUT_MS as u64)
+}
+
+/// Everything that can be received from `s` right now.
+fn drain(s: &zmq::Socket) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        match s.recv_bytes(zmq::DONTWAIT) {
+            Ok(m) => out.push(m),
+            Err(zmq::Error::EAGAIN) => return out,
+            Err(e) => panic!("recv failed: {e:?}"),
+        }
+    }
+}
+
+/// Publishes `probes` again and again until `subscriber` receives a
+/// message starting with `wanted`. Returns every message received up to
+/// and including that one.
+fn publish_until(
+    publisher: &zmq::Socket,
+    subscriber: &zmq::Socket,
+    probes: &[&str],
+    wanted: &[u8],
+) -> Vec<Vec<u8>> {
+    let end = deadline();
+    let mut got = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < end,
+            "no message starting with {:?} arrived; got {got:?}",
+            String::from_utf8_lossy(wanted)
+        );
+        for p in probes {
+            publisher.send(*p, 0).unwrap();
+        }
+        if subscriber.poll(zmq::POLLIN, 20).unwrap() > 0 {
+            for m in drain(subscriber) {
+                let done = m.starts_with(wanted);
+                got.push(m);
+                if done {
+                    return got;
+                }
+            }
+        }
+    }
+}
+
+fn text(v: &[Vec<u8>]) -> Vec<String> {
+    v.iter()
+        .map(|m| String::from_utf8_lossy(m).into_owned())
+        .collect()
+}
+
+// ---- 1. REQ/REP over tcp ------------------------------------------------
+
+#[test]
+fn req_rep_tcp_round_trips_and_efsm() {
+    let ctx = zmq::Context::new();
+    let rep = socket(&ctx, zmq::REP);
+    let endpoint = bind_ephemeral(&rep, "tcp://127.0.0.1:*");
+    let req = socket(&ctx, zmq::REQ);
+
+    // REQ must send first; REP must receive first.
+    assert_eq!(req.recv_bytes(0), Err(zmq::Error::EFSM));
+    assert_eq!(rep.send("too early", 0), Err(zmq::Error::EFSM));
+
+    req.connect(&endpoint).unwrap();
+    for i in 0..5 {
+        req.send(format!("request {i}").as_str(), 0).unwrap();
+        if i == 0 {
+            // A second request before the reply.
+            assert_eq!(req.send("again", 0), Err(zmq::Error::EFSM));
+        }
+        assert_eq!(rep.recv_string(0).unwrap().unwrap(), format!("request {i}"));
+        assert!(!rep.get_rcvmore().unwrap());
+        rep.send(format!("reply {i}").as_str(), 0).unwrap();
+        // One reply per request.
+        assert_eq!(rep.send("second reply", 0), Err(zmq::Error::EFSM));
+        assert_eq!(req.recv_string(0).unwrap().unwrap(), format!("reply {i}"));
+        // No second receive for one request.
+        assert_eq!(req.recv_bytes(zmq::DONTWAIT), Err(zmq::Error::EFSM));
+    }
+
+    // Multipart requests and replies keep their frames; the envelope is
+    // invisible on both sides.
+    req.send_multipart(["part 1", "part 2"], 0).unwrap();
+    assert_eq!(
+        rep.recv_multipart(0).unwrap(),
+        vec![b"part 1".to_vec(), b"part 2".to_vec()]
+    );
+    rep.send("r1", zmq::SNDMORE).unwrap();
+    rep.send("r2", 0).unwrap();
+    assert_eq!(
+        req.recv_multipart(0).unwrap(),
+        vec![b"r1".to_vec(), b"r2".to_vec()]
+    );
+}
+
+// ---- 2. PUB/SUB with topics over tcp -----------------------------------
+
+#[test]
+fn pub_sub_topics_tcp() {
+    let ctx = zmq::Context::new();
+    let publisher = socket(&ctx, zmq::PUB);
+    let endpoint = bind_ephemeral(&publisher, "tcp://127.0.0.1:*");
+    let subscriber = socket(&ctx, zmq::SUB);
+    subscriber.connect(&endpoint).unwrap();
+    subscriber.set_subscribe(b"alpha").unwrap();
+
+    // Until the subscription reaches the publisher nothing arrives; after
+    // that only "alpha" messages do.
+    let got = publish_until(
+        &publisher,
+        &subscriber,
+        &["beta probe", "alpha probe"],
+        b"alpha",
+    );
+    assert!(
+        got.iter().all(|m| m.starts_with(b"alpha")),
+        "{:?}",
+        text(&got)
+    );
+
+    // The filter is in place now: an interleaved burst.
+    for i in 0..20 {
+        publisher.send(format!("beta {i}").as_str(), 0).unwrap();
+        publisher.send(format!("alpha {i}").as_str(), 0).unwrap();
+    }
+    publisher.send("alpha end", 0).unwrap();
+    let mut burst = Vec::new();
+    loop {
+        let m = subscriber.recv_bytes(0).unwrap();
+        if m == b"alpha end" {
+            break;
+        }
+        burst.push(m);
+    }
+    let burst: Vec<String> = text(&burst)
+        .into_iter()
+        .filter(|m| m != "alpha probe")
+        .collect();
+    let expected: Vec<String> = (0..20).map(|i| format!("alpha {i}")).collect();
+    assert_eq!(burst, expected);
+
+    // Switch topics.
+    subscriber.set_unsubscribe(b"alpha").unwrap();
+    subscriber.set_subscribe(b"beta").unwrap();
+    let got = publish_until(
+        &publisher,
+        &subscriber,
+        &["alpha probe 2", "beta probe 2"],
+        b"beta",
+    );
+    // Only alpha messages already on their way may come before the first
+    // beta.
+    for m in &got[..got.len() - 1] {
+        assert!(m.starts_with(b"alpha probe"), "{:?}", text(&got));
+    }
+
+    // Both changes took effect (the unsubscribe was sent first).
+    for i in 0..20 {
+        publisher.send(format!("alpha {i}").as_str(), 0).unwrap();
+        publisher.send(format!("beta {i}").as_str(), 0).unwrap();
+    }
+    publisher.send("beta end", 0).unwrap();
+    let mut burst = Vec::new();
+    loop {
+        let m = subscriber.recv_bytes(0).unwrap();
+        if m == b"beta end" {
+            break;
+        }
+        burst.push(m);
+    }
+    let burst: Vec<String> = text(&burst)
+        .into_iter()
+        .filter(|m| m != "beta probe 2")
+        .collect();
+    let expected: Vec<String> = (0..20).map(|i| format!("beta {i}")).collect();
+    assert_eq!(burst, expected);
+}
+
+// ---- 3. PUSH/PULL fan-out over tcp -------------------------------------
+
+#[test]
+fn push_pull_fan_out_round_robin() {
+    const N: usize = 300;
+    let ctx = zmq::Context::new();
+    let push = socket(&ctx, zmq::PUSH);
+    let endpoint = bind_ephemeral(&push, "tcp://127.0.0.1:*");
+    let pulls: Vec<zmq::Socket> = (0..3)
+        .map(|_| {
+            let pull = socket(&ctx, zmq::PULL);
+            pull.connect(&endpoint).unwrap();
+            pull
+        })
+        .collect();
+
+    // Wait until every PULL is connected: probe until each has got one.
+    let end = deadline();
+    let mut probed = [false; 3];
+    while !probed.iter().all(|p| *p) {
+        assert!(Instant::now() < end, "not all PULLs connected: {probed:?}");
+        match push.send("probe", zmq::DONTWAIT) {
+            Ok(()) | Err(zmq::Error::EAGAIN) => {}
+            Err(e) => panic!("probe: {e:?}"),
+        }
+        let mut items: Vec<zmq::PollItem> =
+            pulls.iter().map(|p| p.as_poll_item(zmq::POLLIN)).collect();
+        zmq::poll(&mut items, 10).unwrap();
+        let readable: Vec<bool> = items.iter().map(|i| i.is_readable()).collect();
+        drop(items);
+        for (k, pull) in pulls.iter().enumerate() {
+            if readable[k] {
+                for m in drain(pull) {
+                    assert_eq!(m, b"probe");
+                    probed[k] = true;
+                }
+            }
+        }
+    }
+
+    for i in 0..N {
+        push.send(format!("m{i}").as_str(), 0).unwrap();
+    }
+    let mut per_pull = [Vec::new(), Vec::new(), Vec::new()];
+    let end = deadline();
+    while per_pull.iter().map(Vec::len).sum::<usize>() < N {
+        assert!(
+            Instant::now() < end,
+            "only {:?} messages arrived",
+            per_pull.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        let mut items: Vec<zmq::PollItem> =
+            pulls.iter().map(|p| p.as_poll_item(zmq::POLLIN)).collect();
+        zmq::poll(&mut items, 100).unwrap();
+        drop(items);
+        for (k, pull) in pulls.iter().enumerate() {
+            for m in drain(pull) {
+                if m != b"probe" {
+                    per_pull[k].push(String::from_utf8(m).unwrap());
+                }
+            }
+        }
+    }
+    // Strict round robin over three ready peers: an equal share each.
+    let counts: Vec<usize> = per_pull.iter().map(Vec::len).collect();
+    assert_eq!(counts, [N / 3; 3], "not round robin");
+    // Every message exactly once, and in order on each PULL.
+    let mut all: Vec<usize> = Vec::new();
+    for msgs in &per_pull {
+        let nums: Vec<usize> = msgs.iter().map(|m| m[1..].parse().unwrap()).collect();
+        assert!(nums.windows(2).all(|w| w[0] < w[1]), "{nums:?}");
+        all.extend(nums);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..N).collect::<Vec<_>>());
+    // Nothing more is pending.
+    for pull in &pulls {
+        assert!(drain(pull).iter().all(|m| m == b"probe"));
+    }
+}
+
+// ---- 4. DEALER/ROUTER with identities ----------------------------------
+
+#[test]
+fn dealer_router_identities_and_mandatory() {
+    let ctx = zmq::Context::new();
+    let router = socket(&ctx, zmq::ROUTER);
+    router.set_router_mandatory(true).unwrap();
+    let endpoint = bind_ephemeral(&router, "tcp://127.0.0.1:*");
+
+    let mut dealers = Vec::new();
+    for name in ["alice", "bob"] {
+        let dealer = socket(&ctx, zmq::DEALER);
+        dealer.set_identity(name.as_bytes()).unwrap();
+        assert_eq!(dealer.get_identity().unwrap(), name.as_bytes());
+        dealer.connect(&endpoint).unwrap();
+        dealer
+            .send_multipart([&b"hello"[..], format!("from {name}").as_bytes()], 0)
+            .unwrap();
+        dealers.push((name, dealer));
+    }
+
+    let mut received: HashMap<Vec<u8>, Vec<Vec<u8>>> = HashMap::new();
+    for _ in 0..2 {
+        let mut parts = router.recv_multipart(0).unwrap();
+        assert!(!router.get_rcvmore().unwrap());
+        let identity = parts.remove(0);
+        received.insert(identity, parts);
+    }
+    for (name, _) in &dealers {
+        assert_eq!(
+            received.get(name.as_bytes()),
+            Some(&vec![
+                b"hello".to_vec(),
+                format!("from {name}").into_bytes()
+            ]),
+            "{name}"
+        );
+    }
+
+    // A peer without an identity gets one made up by the ROUTER, and
+    // replies reach it through that.
+    let anonymous = socket(&ctx, zmq::DEALER);
+    anonymous.connect(&endpoint).unwrap();
+    anonymous.send("who am I?", 0).unwrap();
+    let parts = router.recv_multipart(0).unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(parts[1], b"who am I?");
+    let made_up = parts[0].clone();
+    assert!(!made_up.is_empty() && made_up != b"alice" && made_up != b"bob");
+    router
+        .send_multipart([&made_up[..], &b"nobody"[..]], 0)
+        .unwrap();
+    assert_eq!(anonymous.recv_bytes(0).unwrap(), b"nobody");
+
+    // Unknown identity with ROUTER_MANDATORY.
+    assert_eq!(
+        router.send_multipart([&b"carol"[..], &b"anyone?"[..]], 0),
+        Err(zmq::Error::EHOSTUNREACH)
+    );
+    assert_eq!(
+        router.send("carol", zmq::SNDMORE | zmq::DONTWAIT),
+        Err(zmq::Error::EHOSTUNREACH)
+    );
+
+    // Replies by identity (the failed sends left nothing half-sent).
+    for (name, _) in &dealers {
+        router
+            .send_multipart(
+                vec![
+                    name.as_bytes().to_vec(),
+                    b"hi".to_vec(),
+                    name.as_bytes().to_vec(),
+                ],
+                0,
+            )
+            .unwrap();
+    }
+    for (name, dealer) in &dealers {
+        assert_eq!(
+            dealer.recv_multipart(0).unwrap(),
+            vec![b"hi".to_vec(), name.as_bytes().to_vec()]
+        );
+        assert!(!dealer.get_rcvmore().unwrap());
+        assert_eq!(dealer.recv_bytes(zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+    }
+}
+
+// ---- 5. poll -----------------------------------------------------------
+
+#[test]
+fn poll_two_sockets() {
+    let ctx = zmq::Context::new();
+    let quiet = socket(&ctx, zmq::PULL);
+    quiet.bind("inproc://dropin-poll-quiet").unwrap();
+    let busy = socket(&ctx, zmq::PULL);
+    let endpoint = bind_ephemeral(&busy, "tcp://127.0.0.1:*");
+    let push = socket(&ctx, zmq::PUSH);
+
+    // A PUSH with no peer cannot send.
+    assert_eq!(push.poll(zmq::POLLOUT, 0).unwrap(), 0);
+    push.connect(&endpoint).unwrap();
+
+    let mut items = [
+        quiet.as_poll_item(zmq::POLLIN),
+        busy.as_poll_item(zmq::POLLIN),
+    ];
+    assert_eq!(zmq::poll(&mut items, 0).unwrap(), 0);
+    assert!(!items[0].is_readable() && !items[1].is_readable());
+
+    let start = Instant::now();
+    assert_eq!(zmq::poll(&mut items, 50).unwrap(), 0);
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(40) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+
+    push.send("ping", 0).unwrap();
+    assert_eq!(zmq::poll(&mut items, TIMEOUT_MS as i64).unwrap(), 1);
+    assert!(!items[0].is_readable());
+    assert!(items[1].is_readable());
+    assert_eq!(items[1].get_revents(), zmq::POLLIN);
+    assert!(items[1].has_socket(&busy) && !items[1].has_socket(&quiet));
+    assert!(busy.get_events().unwrap().contains(zmq::POLLIN));
+
+    assert_eq!(busy.recv_bytes(0).unwrap(), b"ping");
+    // Level triggered: nothing left, nothing ready.
+    assert_eq!(zmq::poll(&mut items, 0).unwrap(), 0);
+    assert!(!busy.get_events().unwrap().contains(zmq::POLLIN));
+
+    // Once connected, the PUSH is writable.
+    assert_eq!(push.poll(zmq::POLLOUT, 0).unwrap(), 1);
+}
+
+// ---- 6. inproc connect before bind -------------------------------------
+
+#[test]
+fn inproc_connect_before_bind() {
+    let ctx = zmq::Context::new();
+    let push = socket(&ctx, zmq::PUSH);
+    push.connect("inproc://dropin-late-binder").unwrap();
+    push.send("early", zmq::DONTWAIT).unwrap();
+    push.send("bird", 0).unwrap();
+
+    let pull = socket(&ctx, zmq::PULL);
+    pull.bind("inproc://dropin-late-binder").unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"early");
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"bird");
+    push.send("after bind", 0).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"after bind");
+}
+
+// ---- 7. receive timeout ------------------------------------------------
+
+#[test]
+fn rcvtimeo_gives_eagain() {
+    let ctx = zmq::Context::new();
+    let pull = socket(&ctx, zmq::PULL);
+    pull.bind("inproc://dropin-rcvtimeo").unwrap();
+
+    let start = Instant::now();
+    assert_eq!(pull.recv_bytes(zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+    assert!(start.elapsed() < Duration::from_millis(500));
+
+    pull.set_rcvtimeo(50).unwrap();
+    assert_eq!(pull.get_rcvtimeo().unwrap(), 50);
+    let start = Instant::now();
+    assert_eq!(pull.recv_bytes(0), Err(zmq::Error::EAGAIN));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(40) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+
+    let mut msg = zmq::Message::new();
+    assert_eq!(pull.recv(&mut msg, 0), Err(zmq::Error::EAGAIN));
+}
+
+// ---- 8. XPUB subscription messages -------------------------------------
+
+#[test]
+fn xpub_sees_subscriptions() {
+    let ctx = zmq::Context::new();
+    let xpub = socket(&ctx, zmq::XPUB);
+    let endpoint = bind_ephemeral(&xpub, "tcp://127.0.0.1:*");
+    let sub = socket(&ctx, zmq::SUB);
+    sub.connect(&endpoint).unwrap();
+
+    sub.set_subscribe(b"x").unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01x");
+    assert!(!xpub.get_rcvmore().unwrap());
+
+    // The XPUB has seen the subscription, so its filter is in place.
+    xpub.send("y not for you", 0).unwrap();
+    xpub.send("x for you", 0).unwrap();
+    assert_eq!(sub.recv_bytes(0).unwrap(), b"x for you");
+
+    sub.set_unsubscribe(b"x").unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00x");
+    assert_eq!(xpub.recv_bytes(zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+}
+
+// ---- 9. a 4 MiB message over ipc ---------------------------------------
+
+#[test]
+fn ipc_large_message() {
+    assert_eq!(zmq::has("ipc"), Some(true));
+    let ctx = zmq::Context::new();
+    let pull = socket(&ctx, zmq::PULL);
+    let endpoint = bind_ephemeral(&pull, "ipc://*");
+    assert!(endpoint.starts_with("ipc://"), "{endpoint}");
+    let push = socket(&ctx, zmq::PUSH);
+    push.connect(&endpoint).unwrap();
+
+    let payload: Vec<u8> = (0..4 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(7) % 251) as u8)
+        .collect();
+    push.send(payload.clone(), 0).unwrap();
+    push.send("after", 0).unwrap();
+
+    let msg = pull.recv_msg(0).unwrap();
+    assert_eq!(msg.len(), payload.len());
+    assert!(msg[..] == payload[..], "payload corrupted");
+    assert!(!msg.get_more());
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"after");
+}
+
+// ---- 10. bad endpoints -------------------------------------------------
+
+#[test]
+fn bad_endpoints() {
+    let ctx = zmq::Context::new();
+    let s = socket(&ctx, zmq::PUSH);
+
+    assert_eq!(s.bind("tcp://127.0.0.1"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.connect("tcp://127.0.0.1"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.connect("foo://x"), Err(zmq::Error::EPROTONOSUPPORT));
+    assert_eq!(s.bind("foo://x"), Err(zmq::Error::EPROTONOSUPPORT));
+    assert_eq!(s.bind("inproc://"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.connect("inproc://"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.bind("no-scheme"), Err(zmq::Error::EINVAL));
+
+    // A port in use.
+    let endpoint = bind_ephemeral(&s, "tcp://127.0.0.1:*");
+    let other = socket(&ctx, zmq::PULL);
+    assert_eq!(other.bind(&endpoint), Err(zmq::Error::EADDRINUSE));
+
+    // An inproc name in use.
+    s.bind("inproc://dropin-taken").unwrap();
+    assert_eq!(
+        other.bind("inproc://dropin-taken"),
+        Err(zmq::Error::EADDRINUSE)
+    );
+
+    // Unbinding or disconnecting what was never bound or connected.
+    assert_eq!(other.unbind("tcp://127.0.0.1:1"), Err(zmq::Error::ENOENT));
+    assert_eq!(
+        other.disconnect("tcp://127.0.0.1:1"),
+        Err(zmq::Error::ENOENT)
+    );
+
+    // The failures left the sockets usable.
+    other.connect(&endpoint).unwrap();
+    s.send("still fine", 0).unwrap();
+    assert_eq!(other.recv_bytes(0).unwrap(), b"still fine");
+}
+
+// ---- 11. the Message API -----------------------------------------------
+
+#[test]
+fn message_api() {
+    let ctx = zmq::Context::new();
+    let a = socket(&ctx, zmq::PAIR);
+    a.bind("inproc://dropin-message").unwrap();
+    let b = socket(&ctx, zmq::PAIR);
+    b.connect("inproc://dropin-message").unwrap();
+
+    // Constructing messages.
+    let m = zmq::Message::from("hello");
+    assert_eq!(&m[..], b"hello");
+    assert_eq!(m.as_str(), Some("hello"));
+    assert!(!m.get_more());
+    assert_eq!(m, zmq::Message::from(&b"hello"[..]));
+    assert_eq!(m, zmq::Message::from(b"hello".to_vec()));
+    assert_eq!(zmq::Message::new().len(), 0);
+    let mut sized = zmq::Message::with_size(3);
+    assert_eq!(sized.len(), 3);
+    sized.copy_from_slice(b"abc");
+    assert_eq!(sized.as_str(), Some("abc"));
+    let mut edited = zmq::Message::from("jello");
+    edited[0] = b'h';
+    assert_eq!(edited, m);
+    assert_eq!(zmq::Message::from(&[0xffu8, 0xfe][..]).as_str(), None);
+
+    // Everything that can be sent.
+    // (The borrowed String and Vec stay in use below, so the sends go
+    // through `From<&T>` and leave them with the caller.)
+    let owned = String::from("a String");
+    let owned_bytes = b"a &Vec".to_vec();
+    a.send("a str", 0).unwrap();
+    a.send(&b"a byte slice"[..], 0).unwrap();
+    a.send(b"a Vec".to_vec(), 0).unwrap();
+    a.send(zmq::Message::from("a Message"), 0).unwrap();
+    a.send(&owned, 0).unwrap();
+    a.send(&owned_bytes, 0).unwrap();
+    a.send("", 0).unwrap();
+    for expected in [
+        "a str",
+        "a byte slice",
+        "a Vec",
+        "a Message",
+        "a String",
+        "a &Vec",
+        "",
+    ] {
+        let msg = b.recv_msg(0).unwrap();
+        assert_eq!(msg.as_str(), Some(expected));
+        assert!(!msg.get_more());
+    }
+    assert_eq!(owned.len() + owned_bytes.len(), 14);
+
+    // Multipart: get_more on each frame, get_rcvmore on the socket.
+    a.send("one", zmq::SNDMORE).unwrap();
+    a.send("two", zmq::SNDMORE).unwrap();
+    a.send("three", 0).unwrap();
+    let mut msg = zmq::Message::new();
+    for (expected, more) in [("one", true), ("two", true), ("three", false)] {
+        b.recv(&mut msg, 0).unwrap();
+        assert_eq!(msg.as_str(), Some(expected));
+        assert_eq!(msg.get_more(), more, "{expected}");
+        assert_eq!(b.get_rcvmore().unwrap(), more, "{expected}");
+    }
+    b.send_multipart(vec![b"x".to_vec(), Vec::new(), b"z".to_vec()], 0)
+        .unwrap();
+    assert_eq!(
+        a.recv_multipart(0).unwrap(),
+        vec![b"x".to_vec(), Vec::new(), b"z".to_vec()]
+    );
+
+    // recv_into: the full size comes back even when truncated.
+    a.send("hello world", 0).unwrap();
+    let mut small = [0u8; 5];
+    assert_eq!(b.recv_into(&mut small, 0).unwrap(), 11);
+    assert_eq!(&small, b"hello");
+    a.send("hi", 0).unwrap();
+    let mut big = [0u8; 16];
+    assert_eq!(b.recv_into(&mut big, 0).unwrap(), 2);
+    assert_eq!(&big[..2], b"hi");
+    assert!(big[2..].iter().all(|&x| x == 0));
+    // Truncation works frame by frame.
+    a.send("first frame", zmq::SNDMORE).unwrap();
+    a.send("second", 0).unwrap();
+    assert_eq!(b.recv_into(&mut small, 0).unwrap(), 11);
+    assert!(b.get_rcvmore().unwrap());
+    assert_eq!(b.recv_into(&mut small, 0).unwrap(), 6);
+    assert_eq!(&small, b"secon");
+    assert!(!b.get_rcvmore().unwrap());
+
+    // recv_string: invalid UTF-8 comes back as bytes.
+    a.send("text", 0).unwrap();
+    a.send(&[0xffu8, 0x00][..], 0).unwrap();
+    assert_eq!(b.recv_string(0).unwrap(), Ok("text".to_string()));
+    assert_eq!(b.recv_string(0).unwrap(), Err(vec![0xff, 0x00]));
+}
+
+// ---- more zmq-crate-style checks ---------------------------------------
+
+#[test]
+fn socket_options_and_introspection() {
+    let ctx = zmq::Context::new();
+    for t in [
+        zmq::PAIR,
+        zmq::PUB,
+        zmq::SUB,
+        zmq::REQ,
+        zmq::REP,
+        zmq::DEALER,
+        zmq::ROUTER,
+        zmq::PULL,
+        zmq::PUSH,
+        zmq::XPUB,
+        zmq::XSUB,
+    ] {
+        let s = ctx.socket(t).unwrap();
+        assert_eq!(s.get_socket_type().unwrap(), t);
+        assert!(!s.get_rcvmore().unwrap());
+        assert_eq!(s.get_last_endpoint().unwrap().unwrap(), "");
+    }
+
+    let s = ctx.socket(zmq::DEALER).unwrap();
+    // Defaults as libzmq has them.
+    assert_eq!(s.get_sndhwm().unwrap(), 1000);
+    assert_eq!(s.get_rcvhwm().unwrap(), 1000);
+    assert_eq!(s.get_rcvtimeo().unwrap(), -1);
+    assert_eq!(s.get_sndtimeo().unwrap(), -1);
+    assert_eq!(s.get_linger().unwrap(), -1);
+    assert_eq!(s.get_identity().unwrap(), Vec::<u8>::new());
+    assert_eq!(s.get_mechanism().unwrap(), zmq::Mechanism::ZMQ_NULL);
+
+    s.set_sndhwm(10).unwrap();
+    assert_eq!(s.get_sndhwm().unwrap(), 10);
+    s.set_rcvhwm(20).unwrap();
+    assert_eq!(s.get_rcvhwm().unwrap(), 20);
+    s.set_linger(0).unwrap();
+    assert_eq!(s.get_linger().unwrap(), 0);
+    s.set_sndtimeo(123).unwrap();
+    assert_eq!(s.get_sndtimeo().unwrap(), 123);
+    s.set_identity(b"me").unwrap();
+    assert_eq!(s.get_identity().unwrap(), b"me");
+
+    // Ephemeral ports resolve.
+    s.bind("tcp://127.0.0.1:*").unwrap();
+    let endpoint = s.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint
+        .strip_prefix("tcp://127.0.0.1:")
+        .unwrap_or_else(|| panic!("{endpoint}"))
+        .parse()
+        .unwrap();
+    assert_ne!(port, 0);
+    s.bind("tcp://127.0.0.1:0").unwrap();
+    let endpoint2 = s.get_last_endpoint().unwrap().unwrap();
+    assert!(endpoint2.starts_with("tcp://127.0.0.1:"), "{endpoint2}");
+    assert!(!endpoint2.ends_with(":0") && endpoint2 != endpoint);
+    s.unbind(&endpoint).unwrap();
+    s.unbind(&endpoint2).unwrap();
+    assert_eq!(s.unbind(&endpoint), Err(zmq::Error::ENOENT));
+
+    // A DEALER with no peer cannot send right now.
+    assert_eq!(s.send("nobody", zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+    assert!(s.get_events().unwrap().is_empty());
+
+    // The error values.
+    assert_eq!(zmq::Error::EFSM.to_raw(), 156_384_763);
+    assert_eq!(zmq::Error::from_raw(156_384_765), zmq::Error::ETERM);
+    assert_eq!(
+        zmq::Error::EAGAIN.message(),
+        "Resource temporarily unavailable"
+    );
+    assert_eq!(
+        zmq::Error::EFSM.to_string(),
+        "Operation cannot be accomplished in current state"
+    );
+    assert_eq!(zmq::version().0, 4);
+}
+
+// ---- REQ and REP with ROUTER and DEALER: the empty delimiter -----------
+
+#[test]
+fn req_rep_envelopes_with_router_and_dealer() {
+    let ctx = zmq::Context::new();
+
+    // REQ -> ROUTER: [identity, "", request].
+    let router = socket(&ctx, zmq::ROUTER);
+    let endpoint = bind_ephemeral(&router, "tcp://127.0.0.1:*");
+    let req = socket(&ctx, zmq::REQ);
+    req.set_identity(b"client").unwrap();
+    req.connect(&endpoint).unwrap();
+    req.send("question", 0).unwrap();
+    assert_eq!(
+        router.recv_multipart(0).unwrap(),
+        vec![b"client".to_vec(), Vec::new(), b"question".to_vec()]
+    );
+    router
+        .send_multipart([&b"client"[..], &b""[..], &b"answer"[..]], 0)
+        .unwrap();
+    assert_eq!(req.recv_multipart(0).unwrap(), vec![b"answer".to_vec()]);
+
+    // DEALER -> REP: the DEALER adds the delimiter, REP strips it.
+    let rep = socket(&ctx, zmq::REP);
+    rep.bind("inproc://dropin-envelope-rep").unwrap();
+    let dealer = socket(&ctx, zmq::DEALER);
+    dealer.connect("inproc://dropin-envelope-rep").unwrap();
+    dealer.send_multipart([&b""[..], &b"q1"[..]], 0).unwrap();
+    assert_eq!(rep.recv_multipart(0).unwrap(), vec![b"q1".to_vec()]);
+    rep.send("a1", 0).unwrap();
+    assert_eq!(
+        dealer.recv_multipart(0).unwrap(),
+        vec![Vec::new(), b"a1".to_vec()]
+    );
+}
+
+// ---- XSUB subscribes by sending ----------------------------------------
+
+#[test]
+fn xsub_subscribes_with_messages() {
+    let ctx = zmq::Context::new();
+    let publisher = socket(&ctx, zmq::PUB);
+    let endpoint = bind_ephemeral(&publisher, "tcp://127.0.0.1:*");
+    let xsub = socket(&ctx, zmq::XSUB);
+    xsub.connect(&endpoint).unwrap();
+    xsub.send(&b"\x01news"[..], 0).unwrap();
+    let got = publish_until(&publisher, &xsub, &["weather probe", "news probe"], b"news");
+    assert!(
+        got.iter().all(|m| m.starts_with(b"news")),
+        "{:?}",
+        text(&got)
+    );
+
+    // XPUB -> XSUB: the subscription message passes through unchanged.
+    let xpub = socket(&ctx, zmq::XPUB);
+    xpub.bind("inproc://dropin-xsub").unwrap();
+    let xsub2 = socket(&ctx, zmq::XSUB);
+    xsub2.connect("inproc://dropin-xsub").unwrap();
+    xsub2.send(&b"\x01abc"[..], 0).unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01abc");
+    xpub.send("abc 1", 0).unwrap();
+    assert_eq!(xsub2.recv_bytes(0).unwrap(), b"abc 1");
+}
+
+// ---- operations a socket type does not have ----------------------------
+
+#[test]
+fn wrong_operations_for_the_socket_type() {
+    let ctx = zmq::Context::new();
+    let sub = socket(&ctx, zmq::SUB);
+    let publisher = socket(&ctx, zmq::PUB);
+    let push = socket(&ctx, zmq::PUSH);
+    let pull = socket(&ctx, zmq::PULL);
+    let req = socket(&ctx, zmq::REQ);
+
+    assert_eq!(sub.send("x", zmq::DONTWAIT), Err(zmq::Error::ENOTSUP));
+    assert_eq!(
+        publisher.recv_bytes(zmq::DONTWAIT),
+        Err(zmq::Error::ENOTSUP)
+    );
+    assert_eq!(push.recv_bytes(zmq::DONTWAIT), Err(zmq::Error::ENOTSUP));
+    assert_eq!(pull.send("x", zmq::DONTWAIT), Err(zmq::Error::ENOTSUP));
+
+    assert_eq!(push.set_subscribe(b"x"), Err(zmq::Error::EINVAL));
+    assert_eq!(push.set_identity(b""), Err(zmq::Error::EINVAL));
+    assert_eq!(push.set_identity(&[b'i'; 256][..]), Err(zmq::Error::EINVAL));
+
+    // A PUB never blocks (it drops), so it is always writable; a REQ with
+    // no peer is not.
+    assert_eq!(publisher.get_events().unwrap(), zmq::POLLOUT);
+    publisher.send("into the void", zmq::DONTWAIT).unwrap();
+    assert_eq!(req.send("anyone?", zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+    assert!(req.get_events().unwrap().is_empty());
+}
+
+// ---- contexts and sockets across threads -------------------------------
+
+#[test]
+fn threads_share_a_context() {
+    fn send_and_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_and_sync::<zmq::Context>();
+    send::<zmq::Socket>();
+    send_and_sync::<zmq::Error>();
+
+    let ctx = zmq::Context::new();
+    let rep = socket(&ctx, zmq::REP);
+    rep.bind("inproc://dropin-threads").unwrap();
+    // The socket moves to the server thread; the context is shared.
+    let server = std::thread::spawn(move || {
+        for _ in 0..3 {
+            let n: u32 = rep.recv_string(0).unwrap().unwrap().parse().unwrap();
+            rep.send((n * 2).to_string().as_str(), 0).unwrap();
+        }
+    });
+    let client_ctx = ctx.clone();
+    let client = std::thread::spawn(move || {
+        let req = socket(&client_ctx, zmq::REQ);
+        req.connect("inproc://dropin-threads").unwrap();
+        (1..=3)
+            .map(|n: u32| {
+                req.send(n.to_string().as_str(), 0).unwrap();
+                req.recv_string(0).unwrap().unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(client.join().unwrap(), ["2", "4", "6"]);
+    server.join().unwrap();
+}
+
+// ---- message metadata --------------------------------------------------
+
+#[test]
+fn message_metadata_over_tcp() {
+    let ctx = zmq::Context::new();
+    let pull = socket(&ctx, zmq::PULL);
+    let endpoint = bind_ephemeral(&pull, "tcp://127.0.0.1:*");
+    let push = socket(&ctx, zmq::PUSH);
+    push.connect(&endpoint).unwrap();
+    push.send("with metadata", 0).unwrap();
+
+    let mut msg = pull.recv_msg(0).unwrap();
+    assert_eq!(msg.as_str(), Some("with metadata"));
+    assert_eq!(msg.gets("Socket-Type"), Some("PUSH"));
+    assert_eq!(msg.gets("Peer-Address"), Some("127.0.0.1"));
+    assert_eq!(msg.gets("No-Such-Property"), None);
+    // A message made locally has none.
+    assert_eq!(zmq::Message::from("local").gets("Socket-Type"), None);
+}
+
+// ---- socket monitor ----------------------------------------------------
+
+/// Reads one monitor event: (event, value, endpoint).
+fn monitor_event(monitor: &zmq::Socket) -> (zmq::SocketEvent, u32, String) {
+    let parts = monitor.recv_multipart(0).unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(parts[0].len(), 6, "{parts:?}");
+    let event = u16::from_le_bytes([parts[0][0], parts[0][1]]);
+    let value = u32::from_le_bytes([parts[0][2], parts[0][3], parts[0][4], parts[0][5]]);
+    (
+        zmq::SocketEvent::from_raw(event),
+        value,
+        String::from_utf8(parts[1].clone()).unwrap(),
+    )
+}
+
+#[test]
+fn monitor_events() {
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::PULL);
+    server
+        .monitor("inproc://dropin-monitor", zmq::SocketEvent::ALL as i32)
+        .unwrap();
+    let monitor = socket(&ctx, zmq::PAIR);
+    monitor.connect("inproc://dropin-monitor").unwrap();
+
+    let endpoint = bind_ephemeral(&server, "tcp://127.0.0.1:*");
+    let (event, _, at) = monitor_event(&monitor);
+    assert_eq!(event, zmq::SocketEvent::LISTENING);
+    assert_eq!(at, endpoint);
+
+    let client = socket(&ctx, zmq::PUSH);
+    client.connect(&endpoint).unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let (event, _, _) = monitor_event(&monitor);
+        seen.push(event);
+        if event == zmq::SocketEvent::HANDSHAKE_SUCCEEDED {
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            zmq::SocketEvent::ACCEPTED,
+            zmq::SocketEvent::HANDSHAKE_SUCCEEDED
+        ]
+    );
+
+    drop(client);
+    let (event, _, _) = monitor_event(&monitor);
+    assert_eq!(event, zmq::SocketEvent::DISCONNECTED);
+}
+
+// ---- connect is asynchronous -------------------------------------------
+
+#[test]
+fn tcp_connect_before_bind_reconnects() {
+    // A port nobody listens on. (std's listener closes at once; a zmq
+    // socket's listener closes in the background and could still accept
+    // the connection below, and the message with it.)
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("tcp://127.0.0.1:{port}");
+
+    let ctx = zmq::Context::new();
+    let push = socket(&ctx, zmq::PUSH);
+    push.connect(&endpoint).unwrap();
+    // The message waits in the queue of the pending connection...
+    push.send("queued before bind", zmq::DONTWAIT).unwrap();
+
+    // ...until a reconnect attempt finds the listener.
+    let pull = socket(&ctx, zmq::PULL);
+    pull.bind(&endpoint).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"queued before bind");
+}
+
+#[test]
+fn tcp_connect_does_not_resolve_host_names_up_front() {
+    let ctx = zmq::Context::new();
+    let push = socket(&ctx, zmq::PUSH);
+    // `.invalid` never resolves (RFC 2606); libzmq resolves names when it
+    // (re)connects, in the background, so the connect itself succeeds and
+    // messages queue for when the name becomes resolvable.
+    assert_eq!(push.connect("tcp://no-such-host.invalid:5555"), Ok(()));
+    push.send("waiting for DNS", zmq::DONTWAIT).unwrap();
+}
