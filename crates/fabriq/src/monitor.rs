@@ -173,7 +173,8 @@ pub(crate) fn start(
         pipes: Mutex::new(Vec::new()),
     });
     crate::inproc::bind_binder(ctx, &name, crate::inproc::Binder::Monitor(sink.clone()))?;
-    let mask = if events == 0 { u32::MAX } else { events as u32 };
+    // As in libzmq, a mask of 0 selects no events.
+    let mask = events as u32;
     *socket
         .monitor
         .active

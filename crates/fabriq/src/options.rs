@@ -102,12 +102,17 @@ impl Default for Options {
     }
 }
 
-/// Checks an integer option against its lower bound.
-pub(crate) fn at_least(name: &str, value: i32, min: i32) -> Result<i32> {
-    if value < min {
+/// Checks an integer option against its accepted range.
+pub(crate) fn in_range(name: &str, value: i32, min: i32, max: i32) -> Result<i32> {
+    if value < min || value > max {
+        let range = if max == i32::MAX {
+            format!("at least {min}")
+        } else {
+            format!("from {min} to {max}")
+        };
         return err(
             Error::EINVAL,
-            format!("{name} must be at least {min}, got {value}"),
+            format!("{name} must be {range}, got {value}"),
         );
     }
     Ok(value)

@@ -20,7 +20,7 @@ use crate::endpoint::{Endpoint, Role};
 use crate::error::{err, fail, Error, Result};
 use crate::message::{Message, Metadata};
 use crate::monitor::{Event, MonitorSlot};
-use crate::options::{at_least, check_identity, Options};
+use crate::options::{check_identity, in_range, Options};
 use crate::pattern::{self, Pattern, Received};
 use crate::pipe::PipeEnd;
 use crate::poll::{PollEvents, PollItem, POLLIN, POLLOUT};
@@ -632,7 +632,7 @@ fn take_endpoint(
 
 /// Integer options: getter, setter, field, lowest accepted value.
 macro_rules! int_options {
-    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident >= $min:expr ),* $(,)?) => {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident [$min:expr, $max:expr] ),* $(,)?) => {
         impl Socket {
             $(
                 $(#[$doc])*
@@ -642,7 +642,7 @@ macro_rules! int_options {
 
                 $(#[$doc])*
                 pub fn $set(&self, value: i32) -> Result<()> {
-                    self.core().opts.$field = at_least(stringify!($field), value, $min)?;
+                    self.core().opts.$field = in_range(stringify!($field), value, $min, $max)?;
                     Ok(())
                 }
             )*
@@ -652,51 +652,51 @@ macro_rules! int_options {
 
 int_options! {
     /// Send high-water mark, in messages per peer (0: none).
-    (get_sndhwm, set_sndhwm) => sndhwm >= 0,
+    (get_sndhwm, set_sndhwm) => sndhwm [0, i32::MAX],
     /// Receive high-water mark, in messages per peer (0: none).
-    (get_rcvhwm, set_rcvhwm) => rcvhwm >= 0,
+    (get_rcvhwm, set_rcvhwm) => rcvhwm [0, i32::MAX],
     /// How long pending messages may delay close, in ms (-1: forever).
-    (get_linger, set_linger) => linger >= -1,
+    (get_linger, set_linger) => linger [-1, i32::MAX],
     /// Receive timeout in ms (-1: forever).
-    (get_rcvtimeo, set_rcvtimeo) => rcvtimeo >= -1,
+    (get_rcvtimeo, set_rcvtimeo) => rcvtimeo [-1, i32::MAX],
     /// Send timeout in ms (-1: forever).
-    (get_sndtimeo, set_sndtimeo) => sndtimeo >= -1,
+    (get_sndtimeo, set_sndtimeo) => sndtimeo [-1, i32::MAX],
     /// Reconnect interval in ms (-1: no reconnect).
-    (get_reconnect_ivl, set_reconnect_ivl) => reconnect_ivl >= -1,
+    (get_reconnect_ivl, set_reconnect_ivl) => reconnect_ivl [-1, i32::MAX],
     /// Maximum reconnect interval in ms for exponential backoff (0: none).
-    (get_reconnect_ivl_max, set_reconnect_ivl_max) => reconnect_ivl_max >= 0,
+    (get_reconnect_ivl_max, set_reconnect_ivl_max) => reconnect_ivl_max [0, i32::MAX],
     /// Interval between heartbeat PINGs in ms (0: off).
-    (get_heartbeat_ivl, set_heartbeat_ivl) => heartbeat_ivl >= 0,
+    (get_heartbeat_ivl, set_heartbeat_ivl) => heartbeat_ivl [0, i32::MAX],
     /// TTL announced in PINGs, in ms (rounded down to 100 ms).
-    (get_heartbeat_ttl, set_heartbeat_ttl) => heartbeat_ttl >= 0,
+    (get_heartbeat_ttl, set_heartbeat_ttl) => heartbeat_ttl [0, 6_553_599],
     /// Time to wait for traffic after a PING, in ms (-1: the interval).
-    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout >= -1,
+    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout [-1, i32::MAX],
     /// Time allowed for the ZMTP handshake, in ms (0: unlimited).
-    (get_handshake_ivl, set_handshake_ivl) => handshake_ivl >= 0,
+    (get_handshake_ivl, set_handshake_ivl) => handshake_ivl [0, i32::MAX],
     /// Time allowed for a tcp connect, in ms (0: the OS default).
-    (get_connect_timeout, set_connect_timeout) => connect_timeout >= 0,
+    (get_connect_timeout, set_connect_timeout) => connect_timeout [0, i32::MAX],
     /// SO_KEEPALIVE (-1: OS default, 0: off, 1: on).
-    (get_tcp_keepalive, set_tcp_keepalive) => tcp_keepalive >= -1,
+    (get_tcp_keepalive, set_tcp_keepalive) => tcp_keepalive [-1, 1],
     /// TCP_KEEPCNT (-1: OS default).
-    (get_tcp_keepalive_cnt, set_tcp_keepalive_cnt) => tcp_keepalive_cnt >= -1,
+    (get_tcp_keepalive_cnt, set_tcp_keepalive_cnt) => tcp_keepalive_cnt [-1, i32::MAX],
     /// TCP_KEEPIDLE in s (-1: OS default).
-    (get_tcp_keepalive_idle, set_tcp_keepalive_idle) => tcp_keepalive_idle >= -1,
+    (get_tcp_keepalive_idle, set_tcp_keepalive_idle) => tcp_keepalive_idle [-1, i32::MAX],
     /// TCP_KEEPINTVL in s (-1: OS default).
-    (get_tcp_keepalive_intvl, set_tcp_keepalive_intvl) => tcp_keepalive_intvl >= -1,
+    (get_tcp_keepalive_intvl, set_tcp_keepalive_intvl) => tcp_keepalive_intvl [-1, i32::MAX],
     /// SO_SNDBUF in bytes (-1: OS default).
-    (get_sndbuf, set_sndbuf) => sndbuf >= -1,
+    (get_sndbuf, set_sndbuf) => sndbuf [-1, i32::MAX],
     /// SO_RCVBUF in bytes (-1: OS default).
-    (get_rcvbuf, set_rcvbuf) => rcvbuf >= -1,
+    (get_rcvbuf, set_rcvbuf) => rcvbuf [-1, i32::MAX],
     /// Listen backlog.
-    (get_backlog, set_backlog) => backlog >= 0,
+    (get_backlog, set_backlog) => backlog [0, i32::MAX],
     /// IP type-of-service.
-    (get_tos, set_tos) => tos >= 0,
+    (get_tos, set_tos) => tos [0, i32::MAX],
     /// Multicast rate (recorded; no multicast transport).
-    (get_rate, set_rate) => rate >= 1,
+    (get_rate, set_rate) => rate [1, i32::MAX],
     /// Multicast recovery interval (recorded; no multicast transport).
-    (get_recovery_ivl, set_recovery_ivl) => recovery_ivl >= 0,
+    (get_recovery_ivl, set_recovery_ivl) => recovery_ivl [0, i32::MAX],
     /// Multicast hops (recorded; no multicast transport).
-    (get_multicast_hops, set_multicast_hops) => multicast_hops >= 1,
+    (get_multicast_hops, set_multicast_hops) => multicast_hops [1, i32::MAX],
 }
 
 /// Boolean options.
@@ -724,17 +724,47 @@ bool_options! {
     (is_immediate, set_immediate) => immediate,
     /// Keep only the newest message in each queue.
     (is_conflate, set_conflate) => conflate,
-    /// ROUTER: refuse unroutable messages (EHOSTUNREACH) instead of
-    /// dropping them.
-    (is_router_mandatory, set_router_mandatory) => router_mandatory,
-    /// ROUTER: a new peer with a taken identity takes it over.
-    (is_router_handover, set_router_handover) => router_handover,
-    /// REQ: allow a new request before the reply to the previous one.
-    (is_req_relaxed, set_req_relaxed) => req_relaxed,
-    /// REQ: match replies to requests with a request id.
-    (is_req_correlate, set_req_correlate) => req_correlate,
     /// Use IPv6 as well as IPv4.
     (is_ipv6, set_ipv6) => ipv6,
+}
+
+/// Boolean options that only one socket type has (EINVAL elsewhere, as in
+/// libzmq).
+macro_rules! typed_bool_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident for $ty:ident ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                pub fn $get(&self) -> Result<bool> {
+                    Ok(self.core().opts.$field)
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: bool) -> Result<()> {
+                    if self.shared.socket_type != ZmtpType::$ty {
+                        return err(
+                            Error::EINVAL,
+                            format!("{} is an option of {} sockets", stringify!($field), ZmtpType::$ty),
+                        );
+                    }
+                    self.core().opts.$field = value;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+typed_bool_options! {
+    /// ROUTER: refuse unroutable messages (EHOSTUNREACH) instead of
+    /// dropping them.
+    (is_router_mandatory, set_router_mandatory) => router_mandatory for Router,
+    /// ROUTER: a new peer with a taken identity takes it over.
+    (is_router_handover, set_router_handover) => router_handover for Router,
+    /// REQ: allow a new request before the reply to the previous one.
+    (is_req_relaxed, set_req_relaxed) => req_relaxed for Req,
+    /// REQ: match replies to requests with a request id.
+    (is_req_correlate, set_req_correlate) => req_correlate for Req,
 }
 
 impl Socket {
@@ -746,13 +776,8 @@ impl Socket {
     /// Sets the largest accepted frame; a peer sending more is
     /// disconnected.
     pub fn set_maxmsgsize(&self, value: i64) -> Result<()> {
-        if value < -1 {
-            return err(
-                Error::EINVAL,
-                format!("maxmsgsize must be -1 or more, got {value}"),
-            );
-        }
-        self.core().opts.maxmsgsize = value;
+        // Any negative value means no limit, as in libzmq.
+        self.core().opts.maxmsgsize = value.max(-1);
         Ok(())
     }
 

@@ -484,6 +484,16 @@ impl Session {
             (End::Eof, Some(conn)) => conn.end_of_input(),
             _ => None,
         };
+        // libzmq ends a connecting session for good on a protocol error
+        // (a peer that speaks wrongly will not improve by retrying), but
+        // retries after timeouts and I/O errors.
+        let fatal = matches!(
+            &end,
+            End::Protocol(e) if !matches!(
+                e,
+                ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
+            )
+        );
         let protocol = match end {
             End::Protocol(e) => Some(e),
             _ => truncated,
@@ -499,13 +509,15 @@ impl Session {
         }
         if let Some(mut stream) = self.stream.take() {
             stream.deregister(registry);
-            if was_connected {
-                self.socket.monitor.emit(
-                    Event::Disconnected,
-                    stream.raw_fd() as u32,
-                    &self.endpoint,
-                );
-            }
+            let event = if was_connected {
+                Event::Disconnected
+            } else {
+                // A connect that failed: libzmq reports its socket closed.
+                Event::Closed
+            };
+            self.socket
+                .monitor
+                .emit(event, stream.raw_fd() as u32, &self.endpoint);
         }
         self.conn = None;
         self.connecting = false;
@@ -519,6 +531,7 @@ impl Session {
         }
         let reconnect = match &mut self.origin {
             Origin::Accept { .. } => None,
+            Origin::Connect { .. } if fatal => None,
             Origin::Connect { ivl, retry_at, .. } => {
                 let next = ivl.map(|current| {
                     // libzmq: the current interval plus up to one base
