@@ -41,6 +41,36 @@ pub(super) struct Base {
     pub endpoint: String,
 }
 
+/// Encodes what the socket has queued, up to one batch. `subs` (for
+/// subscriber sockets) records the topics carried, for replay after a
+/// reconnect.
+fn encode_queued(conn: &mut Connection, pipe: &PipeEnd, mut subs: Option<&mut Topics>) {
+    if !conn.is_ready() {
+        return;
+    }
+    while conn.pending().len() < MAX_BATCH {
+        let Some(item) = pipe.rx.pop() else { break };
+        let sent = match item {
+            Item::Msg(m) => conn.send(&m),
+            Item::Subscribe(t) => {
+                if let Some(s) = subs.as_deref_mut() {
+                    s.add(&t);
+                }
+                conn.subscribe(&t)
+            }
+            Item::Cancel(t) => {
+                if let Some(s) = subs.as_deref_mut() {
+                    s.remove(&t);
+                }
+                conn.cancel(&t)
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!("dropped an outgoing message: {e}");
+        }
+    }
+}
+
 /// What the event loop should do with the session after a turn.
 pub(super) enum Outcome {
     /// Keep it; run it again at `wake_at` if set.
@@ -403,31 +433,12 @@ impl Session {
         let (Some(conn), Some(pipe)) = (self.conn.as_mut(), self.pipe.as_ref()) else {
             return;
         };
-        if !conn.is_ready() {
-            return;
-        }
-        let subscriber = self.socket.socket_type.is_subscriber();
-        while conn.pending().len() < MAX_BATCH {
-            let Some(item) = pipe.rx.pop() else { break };
-            let sent = match item {
-                Item::Msg(m) => conn.send(&m),
-                Item::Subscribe(t) => {
-                    if subscriber {
-                        self.subs.add(&t);
-                    }
-                    conn.subscribe(&t)
-                }
-                Item::Cancel(t) => {
-                    if subscriber {
-                        self.subs.remove(&t);
-                    }
-                    conn.cancel(&t)
-                }
-            };
-            if let Err(e) = sent {
-                tracing::debug!("dropped an outgoing message: {e}");
-            }
-        }
+        let subs = self
+            .socket
+            .socket_type
+            .is_subscriber()
+            .then_some(&mut self.subs);
+        encode_queued(conn, pipe, subs);
     }
 
     /// Writes pending output until done or the stream would block.
@@ -446,28 +457,14 @@ impl Session {
                 Err(e) => return Err(e),
             }
             // Refill between writes, so a large backlog streams out.
-            if conn.pending().len() < MAX_BATCH / 2 && conn.is_ready() {
+            if conn.pending().len() < MAX_BATCH / 2 {
                 if let Some(pipe) = self.pipe.as_ref() {
-                    while conn.pending().len() < MAX_BATCH {
-                        match pipe.rx.pop() {
-                            Some(Item::Msg(m)) => {
-                                let _ = conn.send(&m);
-                            }
-                            Some(Item::Subscribe(t)) => {
-                                if self.socket.socket_type.is_subscriber() {
-                                    self.subs.add(&t);
-                                }
-                                let _ = conn.subscribe(&t);
-                            }
-                            Some(Item::Cancel(t)) => {
-                                if self.socket.socket_type.is_subscriber() {
-                                    self.subs.remove(&t);
-                                }
-                                let _ = conn.cancel(&t);
-                            }
-                            None => break,
-                        }
-                    }
+                    let subs = self
+                        .socket
+                        .socket_type
+                        .is_subscriber()
+                        .then_some(&mut self.subs);
+                    encode_queued(conn, pipe, subs);
                 }
             }
         }
