@@ -1,49 +1,46 @@
-//! DEALER: round-robin output, fair-queued input, no envelopes.
+//! DEALER: PUSH's round-robin output with PULL's fair-queued input, no
+//! envelopes.
 
 use bytes::Bytes;
 use fabriq_zmtp::Multipart;
 
-use super::push::push_to;
-use super::{Pattern, Pipes, Received};
-use crate::error::{Error, Result};
+use super::push::Push;
+use super::{Pattern, Received};
+use crate::error::Result;
 use crate::options::Options;
-use crate::pipe::{PipeEnd, PipeId};
+use crate::pipe::PipeEnd;
 
 #[derive(Default)]
 pub(crate) struct Dealer {
-    pipes: Pipes,
-    target: Option<PipeId>,
+    out: Push,
 }
 
 impl Pattern for Dealer {
-    fn attach(&mut self, pipe: PipeEnd, _: &Options) {
-        self.pipes.push(pipe);
+    fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
+        self.out.attach(pipe, opts);
     }
 
-    fn prune(&mut self, _: &Options) {
-        self.pipes.prune();
+    fn prune(&mut self, opts: &Options) {
+        self.out.prune(opts);
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
-        let i = self.pipes.pick_out().ok_or(Error::EAGAIN)?;
-        self.target = Some(self.pipes.list[i].id);
-        Ok(())
+    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+        self.out.start_send(first, opts)
     }
 
-    fn send(&mut self, msg: Multipart, _: &Options) -> Result<()> {
-        push_to(&self.pipes, self.target.take(), msg);
-        Ok(())
+    fn send(&mut self, msg: Multipart, opts: &Options) -> Result<()> {
+        self.out.send(msg, opts)
     }
 
     fn recv(&mut self, _: &Options) -> Result<Received> {
-        super::fair_recv_msg(&mut self.pipes)
+        super::fair_recv_msg(&mut self.out.pipes)
     }
 
-    fn can_send(&mut self, _: &Options) -> bool {
-        self.pipes.pick_out().is_some()
+    fn can_send(&mut self, opts: &Options) -> bool {
+        self.out.can_send(opts)
     }
 
     fn close_all(&mut self) {
-        self.pipes.close_all();
+        self.out.close_all();
     }
 }

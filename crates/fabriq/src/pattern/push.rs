@@ -10,7 +10,7 @@ use crate::pipe::{Item, PipeEnd, PipeId};
 
 #[derive(Default)]
 pub(crate) struct Push {
-    pipes: Pipes,
+    pub(super) pipes: Pipes,
     target: Option<PipeId>,
 }
 
