@@ -1,14 +1,17 @@
-//! Quick side-by-side receive benchmark on loopback.
+//! Quick side-by-side PUSH/PULL benchmark on loopback tcp.
 //!
-//! A libzmq PUSH in a child process sends N messages over TCP; the parent
-//! receives them, alternating between a libzmq PULL socket (A) and the
-//! fabriq-zmtp engine driven over a plain `TcpStream` (B), A B A B. Each
-//! figure is the receive rate from first to last message; the table shows
-//! medians with min-max and the B/A ratio per pair.
+//! Three receivers, run interleaved (A B C A B C ...), each fed by a PUSH
+//! in a child process over TCP:
 //!
-//! This measures the protocol engine's receive path only (no socket
-//! layer, no I/O thread): the placeholder main job until the full
-//! benchmark suite exists.
+//! * A: libzmq PUSH -> libzmq PULL (the reference);
+//! * B: fabriq PUSH -> fabriq PULL (sockets on both sides);
+//! * C: libzmq PUSH -> the fabriq-zmtp engine on a plain `TcpStream`
+//!   (the protocol engine's receive path alone).
+//!
+//! Each figure is the receive rate from first to last message; the table
+//! shows medians with min-max and the B/A and C/A ratios per pair. The
+//! full benchmark suite (A/A calibration, pinning, latency, CPU) is
+//! `bench/`'s next step.
 //!
 //! Usage: `fabriq-bench [--quick] [--reps N]`
 
@@ -23,11 +26,15 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("send") {
+    if let Some(kind @ ("send" | "send-fabriq")) = args.get(1).map(String::as_str) {
         let endpoint = &args[2];
         let size: usize = args[3].parse().expect("size");
         let count: usize = args[4].parse().expect("count");
-        send(endpoint, size, count);
+        if kind == "send" {
+            send(endpoint, size, count);
+        } else {
+            send_fabriq(endpoint, size, count);
+        }
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -49,32 +56,33 @@ fn main() {
         ]
     };
     println!(
-        "PUSH (libzmq {}) -> PULL over tcp loopback, {reps} interleaved pairs",
+        "PUSH (libzmq {}) -> PULL over tcp loopback, {reps} interleaved rounds (A B C)",
         {
             let (a, b, c) = zmq::version();
             format!("{a}.{b}.{c}")
         }
     );
-    println!("A = libzmq PULL socket, B = fabriq-zmtp engine on a TcpStream (receive path only)");
+    println!("A = libzmq -> libzmq, B = fabriq -> fabriq, C = libzmq -> fabriq-zmtp engine");
     println!(
-        "{:>8} {:>9} | {:>24} | {:>24} | {:>18}",
-        "size", "count", "A msg/s (min-max)", "B msg/s (min-max)", "B/A (min-max)"
+        "{:>8} {:>8} | {:>25} | {:>25} | {:>17} | {:>17}",
+        "size", "count", "A msg/s (min-max)", "B msg/s (min-max)", "B/A (min-max)", "C/A (min-max)"
     );
     for &(size, count) in cases {
-        let mut a = Vec::new();
-        let mut b = Vec::new();
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             a.push(recv_libzmq(size, count));
-            b.push(recv_fabriq(size, count));
+            b.push(recv_fabriq_sockets(size, count));
+            c.push(recv_fabriq(size, count));
         }
-        let ratios: Vec<f64> = a.iter().zip(&b).map(|(a, b)| b / a).collect();
+        let ratio = |x: &[f64]| -> Vec<f64> { x.iter().zip(&a).map(|(x, a)| x / a).collect() };
         println!(
-            "{:>8} {:>9} | {:>24} | {:>24} | {:>18}",
+            "{:>8} {:>8} | {:>25} | {:>25} | {:>17} | {:>17}",
             size,
             count,
             summary(&a, 0),
             summary(&b, 0),
-            summary(&ratios, 2)
+            summary(&ratio(&b), 2),
+            summary(&ratio(&c), 2)
         );
     }
 }
@@ -97,8 +105,12 @@ fn summary(v: &[f64], decimals: usize) -> String {
 }
 
 fn spawn_sender(endpoint: &str, size: usize, count: usize) -> Child {
+    spawn_kind("send", endpoint, size, count)
+}
+
+fn spawn_kind(kind: &str, endpoint: &str, size: usize, count: usize) -> Child {
     Command::new(std::env::current_exe().expect("own path"))
-        .args(["send", endpoint, &size.to_string(), &count.to_string()])
+        .args([kind, endpoint, &size.to_string(), &count.to_string()])
         .spawn()
         .expect("spawn sender")
 }
@@ -115,6 +127,39 @@ fn send(endpoint: &str, size: usize, count: usize) {
         push.send(&payload[..], 0).expect("send");
     }
     push.set_linger(30_000).expect("linger");
+}
+
+/// The fabriq sender process: the same as [`send`], on fabriq sockets.
+fn send_fabriq(endpoint: &str, size: usize, count: usize) {
+    let ctx = fabriq::Context::new();
+    let push = ctx.socket(fabriq::PUSH).expect("socket");
+    push.set_sndhwm(100_000).expect("hwm");
+    push.connect(endpoint).expect("connect");
+    let payload = bytes::Bytes::from(vec![0x5Au8; size]);
+    for _ in 0..count {
+        push.send(payload.clone(), 0).expect("send");
+    }
+    push.set_linger(30_000).expect("linger");
+}
+
+fn recv_fabriq_sockets(size: usize, count: usize) -> f64 {
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).expect("socket");
+    pull.set_rcvhwm(100_000).expect("hwm");
+    pull.set_rcvtimeo(TIMEOUT.as_millis() as i32)
+        .expect("rcvtimeo");
+    pull.bind("tcp://127.0.0.1:*").expect("bind");
+    let endpoint = pull.get_last_endpoint().expect("endpoint").expect("utf8");
+    let mut child = spawn_kind("send-fabriq", &endpoint, size, count);
+    pull.recv_zc(0).expect("first message");
+    let start = Instant::now();
+    for _ in 1..count {
+        let m = pull.recv_zc(0).expect("message");
+        assert_eq!(m.len(), size);
+    }
+    let rate = (count - 1) as f64 / start.elapsed().as_secs_f64();
+    child.wait().expect("sender exit");
+    rate
 }
 
 fn recv_libzmq(size: usize, count: usize) -> f64 {
