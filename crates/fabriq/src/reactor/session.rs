@@ -130,32 +130,21 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub(super) fn connecting(base: Base, target: Target, pipe: Option<PipeEnd>) -> Session {
-        let pipe_per_connection = pipe.is_none();
-        let Base {
-            token,
-            waker,
-            socket,
-            opts,
-            endpoint,
-        } = base;
+    /// A session in its initial state, with nothing connected yet.
+    fn new(base: Base, origin: Origin, pipe: Option<PipeEnd>) -> Session {
         Session {
-            token,
-            waker,
-            socket,
-            endpoint,
-            origin: Origin::Connect {
-                target,
-                ivl: millis(opts.reconnect_ivl),
-                retry_at: Some(Instant::now()),
-            },
-            opts,
+            token: base.token,
+            waker: base.waker,
+            socket: base.socket,
+            opts: base.opts,
+            endpoint: base.endpoint,
+            origin,
             stream: None,
             connecting: false,
             conn: None,
             handshaken: false,
+            pipe_per_connection: pipe.is_none(),
             pipe,
-            pipe_per_connection,
             subs: Topics::default(),
             want_read: false,
             writable: false,
@@ -164,35 +153,23 @@ impl Session {
         }
     }
 
+    pub(super) fn connecting(base: Base, target: Target, pipe: Option<PipeEnd>) -> Session {
+        let origin = Origin::Connect {
+            target,
+            ivl: millis(base.opts.reconnect_ivl),
+            retry_at: Some(Instant::now()),
+        };
+        Session::new(base, origin, pipe)
+    }
+
     pub(super) fn accepted(base: Base, listener: usize, stream: Stream, now: Instant) -> Session {
-        let Base {
-            token,
-            waker,
-            socket,
-            opts,
-            endpoint,
-        } = base;
-        stream.tune(&opts);
-        let conn = Connection::new(opts.zmtp_config(socket.socket_type), now).ok();
-        Session {
-            token,
-            waker,
-            socket,
-            opts,
-            endpoint,
-            origin: Origin::Accept { listener },
-            stream: Some(stream),
-            connecting: false,
-            conn,
-            handshaken: false,
-            pipe: None,
-            pipe_per_connection: true,
-            subs: Topics::default(),
-            want_read: true,
-            writable: true,
-            stalled: false,
-            linger: None,
-        }
+        stream.tune(&base.opts);
+        let mut s = Session::new(base, Origin::Accept { listener }, None);
+        s.conn = Connection::new(s.opts.zmtp_config(s.socket.socket_type), now).ok();
+        s.stream = Some(stream);
+        s.want_read = true;
+        s.writable = true;
+        s
     }
 
     pub(super) fn accepted_by(&self) -> Option<usize> {
