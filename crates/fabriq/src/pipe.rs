@@ -8,8 +8,9 @@
 //!
 //! Wake-ups are edge-triggered and coalesced: a writer wakes the reader
 //! only if the reader found the queue empty and said it is waiting, and a
-//! reader wakes the writer only if the writer found it full. A busy pipe
-//! therefore costs no system calls for wake-ups.
+//! reader wakes the writer only if the writer found it full, and tells it
+//! about room in batches. A busy pipe therefore costs no system
+//! calls for wake-ups, and the reader takes queued items in batches.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -58,21 +59,44 @@ impl Waker {
     }
 }
 
+/// The part both ends touch, under one lock.
 #[derive(Debug, Default)]
-struct Inner {
+struct Shared {
     items: VecDeque<Item>,
     /// The reader found the queue empty and waits for a wake-up.
     reader_waiting: bool,
-    /// The writer found the queue full and waits for a wake-up.
-    writer_waiting: bool,
+}
+
+/// The part only the reader touches: items it took from [`Shared`] in one
+/// batch, and how many it consumed since it last told the writer.
+///
+/// Taking everything queued at once (one lock per batch instead of one per
+/// message) keeps the two threads off each other's cache lines while a
+/// stream is flowing; it is what libzmq's ypipe achieves with its
+/// lock-free batch reads.
+#[derive(Debug, Default)]
+struct ReaderSide {
+    cache: VecDeque<Item>,
+    unreported: usize,
 }
 
 /// One direction of a pipe.
+///
+/// `len` counts every item in the pipe (shared queue and reader cache);
+/// the reader lowers it in small batches, so the writer's view is at most
+/// a batch too high, never too low: the high-water mark is never exceeded.
 #[derive(Debug)]
 pub(crate) struct Queue {
-    inner: Mutex<Inner>,
+    shared: Mutex<Shared>,
+    /// Only the reader locks this, so the lock is never contended.
+    reader_side: Mutex<ReaderSide>,
     len: AtomicUsize,
     hwm: AtomicUsize,
+    /// The writer found the queue full and waits for a wake-up. Paired
+    /// with `len` (both sequentially consistent): either the writer's
+    /// second look sees the room the reader made, or the reader sees the
+    /// flag and wakes it.
+    writer_waiting: AtomicBool,
     /// The writer will push no more.
     writer_closed: AtomicBool,
     /// The reader is gone; pushes are discarded.
@@ -83,12 +107,17 @@ pub(crate) struct Queue {
     writer: Waker,
 }
 
+/// Consumed items the reader may hold back before lowering `len`, at most.
+const REPORT_BATCH: usize = 64;
+
 impl Queue {
     pub(crate) fn new(hwm: usize, reader: Waker, writer: Waker) -> Arc<Queue> {
         Arc::new(Queue {
-            inner: Mutex::new(Inner::default()),
+            shared: Mutex::new(Shared::default()),
+            reader_side: Mutex::new(ReaderSide::default()),
             len: AtomicUsize::new(0),
             hwm: AtomicUsize::new(hwm),
+            writer_waiting: AtomicBool::new(false),
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
             conflate: AtomicBool::new(false),
@@ -97,14 +126,19 @@ impl Queue {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock_shared(&self) -> MutexGuard<'_, Shared> {
         // A panic elsewhere must not wedge every pipe: the queue holds
         // plain data, consistent after any completed operation.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn lock_reader(&self) -> MutexGuard<'_, ReaderSide> {
+        self.reader_side.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Items in the pipe, as the writer sees it (possibly a few high).
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Acquire)
+        self.len.load(Ordering::SeqCst)
     }
 
     /// Whether one more message fits under the high-water mark. If not,
@@ -114,15 +148,13 @@ impl Queue {
             return true; // pushes are discarded: never block on a dead peer
         }
         let hwm = self.hwm.load(Ordering::Relaxed);
-        if hwm == 0 || self.len() < hwm || self.conflate.load(Ordering::Relaxed) {
+        if hwm == 0 || self.conflate.load(Ordering::Relaxed) || self.len() < hwm {
             return true;
         }
-        let mut inner = self.lock();
-        if inner.items.len() < hwm {
-            return true;
-        }
-        inner.writer_waiting = true;
-        false
+        self.writer_waiting.store(true, Ordering::SeqCst);
+        // Look again: the reader may have made room before it could see
+        // the flag. (If so the flag stays set and costs one spare wake-up.)
+        self.len() < hwm
     }
 
     /// Appends an item (the caller checked [`Queue::has_room`] where the
@@ -132,13 +164,15 @@ impl Queue {
             return;
         }
         let wake = {
-            let mut inner = self.lock();
+            let mut shared = self.lock_shared();
             if self.conflate.load(Ordering::Relaxed) {
-                inner.items.clear();
+                let dropped = shared.items.len();
+                shared.items.clear();
+                self.len.fetch_sub(dropped, Ordering::SeqCst);
             }
-            inner.items.push_back(item);
-            self.len.store(inner.items.len(), Ordering::Release);
-            std::mem::take(&mut inner.reader_waiting)
+            shared.items.push_back(item);
+            self.len.fetch_add(1, Ordering::SeqCst);
+            std::mem::take(&mut shared.reader_waiting)
         };
         if wake {
             self.reader.wake();
@@ -148,28 +182,72 @@ impl Queue {
     /// Takes the oldest item. When the queue is empty the reader is
     /// registered for a wake-up on the next push.
     pub(crate) fn pop(&self) -> Option<Item> {
-        let (item, wake) = {
-            let mut inner = self.lock();
-            let item = inner.items.pop_front();
-            self.len.store(inner.items.len(), Ordering::Release);
-            if item.is_none() {
-                inner.reader_waiting = true;
+        let mut side = self.lock_reader();
+        if self.conflate.load(Ordering::Relaxed) {
+            // Only the newest item counts: nothing may wait in the cache.
+            side.unreported += side.cache.len();
+            side.cache.clear();
+        }
+        if side.cache.is_empty() {
+            self.report(&mut side);
+            let mut shared = self.lock_shared();
+            if shared.items.is_empty() {
+                shared.reader_waiting = true;
+                return None;
             }
-            let hwm = self.hwm.load(Ordering::Relaxed);
-            let room = hwm == 0 || inner.items.len() < hwm;
-            let wake = item.is_some() && room && std::mem::take(&mut inner.writer_waiting);
-            (item, wake)
-        };
-        if wake {
-            self.writer.wake();
+            if self.conflate.load(Ordering::Relaxed) {
+                let item = shared.items.pop_back();
+                side.unreported += 1 + shared.items.len();
+                shared.items.clear();
+                drop(shared);
+                self.report(&mut side);
+                return item;
+            }
+            std::mem::swap(&mut side.cache, &mut shared.items);
+        }
+        let item = side.cache.pop_front();
+        side.unreported += 1;
+        if side.cache.is_empty() || side.unreported >= self.report_batch() {
+            self.report(&mut side);
+            if self.is_finished() {
+                // The last item of a closed pipe: the reader's owner can
+                // forget the pipe now, and must be told so to look.
+                self.reader.wake();
+            }
         }
         item
+    }
+
+    /// How many consumed items the reader reports at once: up to half the
+    /// HWM (libzmq's low-water mark), so a writer blocked at the HWM is
+    /// woken to refill in batches rather than for every message.
+    fn report_batch(&self) -> usize {
+        match self.hwm.load(Ordering::Relaxed) {
+            0 => REPORT_BATCH,
+            hwm => (hwm / 2).clamp(1, REPORT_BATCH),
+        }
+    }
+
+    /// Tells the writer what the reader consumed, and wakes it if it waits.
+    /// `len` changes only here on the reader's side, so a writer that sees
+    /// room has been (or is being) woken: `has_room` and wake-ups agree.
+    fn report(&self, side: &mut ReaderSide) {
+        if side.unreported == 0 {
+            return;
+        }
+        self.len.fetch_sub(side.unreported, Ordering::SeqCst);
+        side.unreported = 0;
+        if self.writer_waiting.load(Ordering::SeqCst)
+            && self.writer_waiting.swap(false, Ordering::SeqCst)
+        {
+            self.writer.wake();
+        }
     }
 
     /// The writer is done; the reader sees the rest, then the end.
     pub(crate) fn close_writer(&self) {
         self.writer_closed.store(true, Ordering::Release);
-        self.lock().reader_waiting = false;
+        self.lock_shared().reader_waiting = false;
         self.reader.wake();
     }
 
@@ -177,11 +255,15 @@ impl Queue {
     /// unblock a waiting writer.
     pub(crate) fn close_reader(&self) {
         self.reader_closed.store(true, Ordering::Release);
-        let mut inner = self.lock();
-        inner.items.clear();
-        self.len.store(0, Ordering::Release);
-        inner.writer_waiting = false;
-        drop(inner);
+        let mut side = self.lock_reader();
+        side.cache.clear();
+        side.unreported = 0;
+        let mut shared = self.lock_shared();
+        shared.items.clear();
+        self.len.store(0, Ordering::SeqCst);
+        drop(shared);
+        drop(side);
+        self.writer_waiting.store(false, Ordering::SeqCst);
         self.writer.wake();
     }
 
@@ -232,6 +314,9 @@ pub(crate) struct PipeEnd {
     /// Messages to the peer.
     pub tx: Arc<Queue>,
     pub peer: PeerMeta,
+    /// For the socket's end of a tcp or ipc pipe: the connection, which
+    /// the socket may pump itself when `rx` runs dry.
+    pub link: Option<Arc<crate::reactor::Link>>,
 }
 
 impl PipeEnd {
@@ -240,6 +325,13 @@ impl PipeEnd {
     /// same moment, but what it sent before must still be delivered.)
     pub(crate) fn is_dead(&self) -> bool {
         self.rx.is_finished()
+    }
+
+    /// Reads what the peer sent on the calling thread, if the pipe has a
+    /// connection behind it (see `reactor/link.rs`). Returns whether
+    /// anything arrived.
+    pub(crate) fn pump(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.pump(&self.rx))
     }
 
     /// Closes our side: the peer's end sees the end of its inbound queue,

@@ -16,6 +16,10 @@ pub(crate) struct Signal {
     /// Set while the eventfd holds a count: lets `raise` skip the write
     /// syscall when a wake-up is already pending.
     raised: AtomicBool,
+    /// Set by every `raise`, reset only by [`Signal::take_dirty`]: tells
+    /// the socket that its pipes may have changed (a peer came or went),
+    /// so its housekeeping can be skipped while nothing did.
+    dirty: AtomicBool,
 }
 
 impl Signal {
@@ -24,11 +28,13 @@ impl Signal {
         Ok(Signal {
             fd,
             raised: AtomicBool::new(false),
+            dirty: AtomicBool::new(false),
         })
     }
 
     /// Wakes whoever waits on this signal. Cheap when already raised.
     pub(crate) fn raise(&self) {
+        self.dirty.store(true, Ordering::Release);
         if !self.raised.swap(true, Ordering::AcqRel) {
             // An eventfd write only fails if the counter would overflow,
             // which a flag-guarded single increment cannot do.
@@ -43,6 +49,11 @@ impl Signal {
             let mut buf = [0u8; 8];
             let _ = rustix::io::read(&self.fd, &mut buf);
         }
+    }
+
+    /// Whether the signal was raised since the last call.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.dirty.swap(false, Ordering::AcqRel)
     }
 
     /// Sleeps until raised or until `deadline` (forever if `None`).

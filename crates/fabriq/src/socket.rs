@@ -171,6 +171,11 @@ impl Socket {
 
     /// Takes in new pipes and forgets dead ones.
     fn process_commands(&self, core: &mut Core) {
+        // New pipes and dead peers always raise the signal; while it was
+        // not raised there is nothing to attach or prune.
+        if !self.shared.signal.take_dirty() {
+            return;
+        }
         for pipe in self.shared.take_mailbox() {
             let Core { pattern, opts, .. } = core;
             pattern.attach(pipe, opts);

@@ -85,6 +85,10 @@ pub(crate) fn not_supported<T>(socket_type: SocketType, what: &str) -> Result<T>
     )
 }
 
+/// Sockets with more connections than this never read them on the
+/// application thread (see [`Pipes::fair_recv`]).
+const MAX_PUMPED_PIPES: usize = 4;
+
 /// The pipes of a socket with the two classic schedules: fair queueing
 /// for input and round-robin load balancing for output.
 #[derive(Debug, Default)]
@@ -127,7 +131,23 @@ impl Pipes {
 
     /// The next message, fairly across pipes (each pipe gets a turn per
     /// message, so one busy peer cannot starve the others).
+    ///
+    /// When every pipe is empty, the socket reads its connections itself
+    /// (see `reactor/link.rs`) before giving up, so a receiver that keeps
+    /// up with its peers never waits for the I/O thread. With many peers
+    /// that costs a read per peer per empty look, so only sockets with a
+    /// few connections do it; the others rely on the I/O thread alone.
     pub fn fair_recv(&mut self) -> Option<(usize, Item)> {
+        if let Some(found) = self.pop_next() {
+            return Some(found);
+        }
+        if self.list.len() <= MAX_PUMPED_PIPES && self.list.iter().any(PipeEnd::pump) {
+            return self.pop_next();
+        }
+        None
+    }
+
+    fn pop_next(&mut self) -> Option<(usize, Item)> {
         let n = self.list.len();
         for k in 0..n {
             let i = (self.next_in + k) % n;

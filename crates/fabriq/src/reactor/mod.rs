@@ -7,7 +7,10 @@
 //! queues the session's token and wakes the loop only if it may be
 //! asleep. Sessions talk to sockets through pipes and the socket mailbox.
 
+mod link;
 mod session;
+
+pub(crate) use link::Link;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -130,11 +133,15 @@ impl Reactor {
         })
     }
 
-    fn waker_for(&self, token: usize) -> Waker {
-        Waker::Reactor(ReactorWaker {
+    fn reactor_waker(&self, token: usize) -> ReactorWaker {
+        ReactorWaker {
             shared: self.shared.clone(),
             token,
-        })
+        }
+    }
+
+    fn waker_for(&self, token: usize) -> Waker {
+        Waker::Reactor(self.reactor_waker(token))
     }
 
     /// Binds a tcp or ipc endpoint now (so errors come back at once) and
@@ -202,9 +209,10 @@ impl Reactor {
             Endpoint::Inproc(_) => unreachable!("inproc connects without the I/O thread"),
         };
         let token = next_token();
+        let link = Link::new(self.reactor_waker(token));
         let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
         let (socket_end, session_end) = if early_pipe {
-            let (a, b) = self.make_pipe(token, socket, opts, None);
+            let (a, b) = make_pipe(self.waker_for(token), &link, socket, opts, None);
             (Some(a), Some(b))
         } else {
             (None, None)
@@ -215,23 +223,12 @@ impl Reactor {
             socket: socket.clone(),
             opts: opts.clone(),
             endpoint: text.to_string(),
+            link,
         };
         let session = Session::connecting(base, target, session_end);
         self.shared
             .post(|inbox| inbox.cmds.push(Cmd::Connect(Box::new(session))));
         Ok((token, socket_end))
-    }
-
-    /// A pipe between `socket` and the session `token`: the socket's end
-    /// and the session's end (whose `rx` is what the socket sends).
-    fn make_pipe(
-        &self,
-        token: usize,
-        socket: &Arc<SocketShared>,
-        opts: &Options,
-        peer: Option<crate::pipe::PeerMeta>,
-    ) -> (PipeEnd, PipeEnd) {
-        make_pipe(self.waker_for(token), socket, opts, peer)
     }
 
     pub(crate) fn unbind(&self, token: usize) {
@@ -263,9 +260,11 @@ impl Reactor {
 
 /// Builds the two ends of a session pipe. The session end's `rx` is the
 /// socket's outgoing queue (bounded by SNDHWM), its `tx` the socket's
-/// incoming queue (bounded by RCVHWM).
+/// incoming queue (bounded by RCVHWM). The socket's end carries the link,
+/// so the socket can pump it.
 fn make_pipe(
     session_waker: Waker,
+    link: &Arc<Link>,
     socket: &Arc<SocketShared>,
     opts: &Options,
     peer: Option<crate::pipe::PeerMeta>,
@@ -288,12 +287,14 @@ fn make_pipe(
         rx: incoming.clone(),
         tx: outgoing.clone(),
         peer: peer.clone(),
+        link: Some(link.clone()),
     };
     let session_end = PipeEnd {
         id: socket_end.id,
         rx: outgoing,
         tx: incoming,
         peer,
+        link: None,
     };
     (socket_end, session_end)
 }
@@ -350,12 +351,10 @@ impl EventLoop {
                 if self.listeners.contains_key(&token) {
                     self.accept(token, now);
                 } else if let Some(s) = self.sessions.get_mut(&token) {
-                    if event.is_readable() || event.is_read_closed() || event.is_error() {
-                        s.want_read = true;
-                    }
-                    if event.is_writable() || event.is_write_closed() || event.is_error() {
-                        s.writable = true;
-                    }
+                    s.ready(
+                        event.is_readable() || event.is_read_closed() || event.is_error(),
+                        event.is_writable() || event.is_write_closed() || event.is_error(),
+                    );
                     self.drive(token, now);
                 }
             }
@@ -478,28 +477,20 @@ impl EventLoop {
                         .socket
                         .monitor
                         .emit(Event::Accepted, stream.raw_fd() as u32, &entry.text);
-                    let waker = Waker::Reactor(ReactorWaker {
+                    let waker = ReactorWaker {
                         shared: self.shared.clone(),
                         token: session_token,
-                    });
+                    };
                     let base = session::Base {
                         token: session_token,
-                        waker,
+                        waker: Waker::Reactor(waker.clone()),
                         socket: entry.socket.clone(),
                         opts: (*entry.opts).clone(),
                         endpoint: entry.text.clone(),
+                        link: Link::new(waker),
                     };
-                    let session = Session::accepted(base, token, stream, now);
+                    let session = Session::accepted(base, token, stream, self.poll.registry(), now);
                     self.sessions.insert(session_token, session);
-                    if let Some(s) = self.sessions.get_mut(&session_token) {
-                        if let Some(stream) = s.stream.as_mut() {
-                            if let Err(e) =
-                                stream.register(self.poll.registry(), Token(session_token))
-                            {
-                                tracing::error!("cannot register connection: {e}");
-                            }
-                        }
-                    }
                     self.drive(session_token, now);
                 }
                 Ok(None) => return,
@@ -566,9 +557,10 @@ impl Drop for Reactor {
 
 pub(crate) fn session_pipe(
     waker: Waker,
+    link: &Arc<Link>,
     socket: &Arc<SocketShared>,
     opts: &Options,
     peer: crate::pipe::PeerMeta,
 ) -> (PipeEnd, PipeEnd) {
-    make_pipe(waker, socket, opts, Some(peer))
+    make_pipe(waker, link, socket, opts, Some(peer))
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use fabriq_zmtp::{Connection, Event as ZEvent, ProtocolError};
 use mio::{Registry, Token};
 
+use super::link::{End, Link, LinkIo};
+
 use crate::message::Metadata;
 use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
@@ -39,6 +41,8 @@ pub(super) struct Base {
     pub opts: Options,
     /// The endpoint as monitor events name it.
     pub endpoint: String,
+    /// The connection state, shared with the socket's end of the pipe.
+    pub link: Arc<Link>,
 }
 
 /// Encodes what the socket has queued, up to one batch. `subs` (for
@@ -95,13 +99,6 @@ enum Origin {
     },
 }
 
-/// Why a connection ended.
-enum End {
-    Eof,
-    Io(io::Error),
-    Protocol(ProtocolError),
-}
-
 pub(super) struct Session {
     pub token: usize,
     /// Wakes this session (given to the pipes it makes).
@@ -110,18 +107,14 @@ pub(super) struct Session {
     opts: Options,
     endpoint: String,
     origin: Origin,
-    pub stream: Option<Stream>,
-    connecting: bool,
-    conn: Option<Connection>,
-    handshaken: bool,
+    /// Stream, engine and their flags (see `link.rs`).
+    link: Arc<Link>,
     pipe: Option<PipeEnd>,
     /// The pipe lives only as long as one connection (accepted sessions,
     /// ROUTER and IMMEDIATE connects).
     pipe_per_connection: bool,
     /// Topics carried to the peer, replayed after a reconnect.
     subs: Topics,
-    pub want_read: bool,
-    pub writable: bool,
     /// The socket's inbound queue was full; waiting for room.
     stalled: bool,
     /// The socket is closed: finish sending, then go. `Some(None)`:
@@ -139,15 +132,10 @@ impl Session {
             opts: base.opts,
             endpoint: base.endpoint,
             origin,
-            stream: None,
-            connecting: false,
-            conn: None,
-            handshaken: false,
+            link: base.link,
             pipe_per_connection: pipe.is_none(),
             pipe,
             subs: Topics::default(),
-            want_read: false,
-            writable: false,
             stalled: false,
             linger: None,
         }
@@ -162,14 +150,32 @@ impl Session {
         Session::new(base, origin, pipe)
     }
 
-    pub(super) fn accepted(base: Base, listener: usize, stream: Stream, now: Instant) -> Session {
+    pub(super) fn accepted(
+        base: Base,
+        listener: usize,
+        mut stream: Stream,
+        registry: &Registry,
+        now: Instant,
+    ) -> Session {
         stream.tune(&base.opts);
-        let mut s = Session::new(base, Origin::Accept { listener }, None);
-        s.conn = Connection::new(s.opts.zmtp_config(s.socket.socket_type), now).ok();
-        s.stream = Some(stream);
-        s.want_read = true;
-        s.writable = true;
+        if let Err(e) = stream.register(registry, Token(base.token)) {
+            tracing::error!("cannot register connection: {e}");
+        }
+        let s = Session::new(base, Origin::Accept { listener }, None);
+        let mut io = s.link.lock();
+        io.conn = Connection::new(s.opts.zmtp_config(s.socket.socket_type), now).ok();
+        io.stream = Some(stream);
+        io.want_read = true;
+        io.writable = true;
+        drop(io);
         s
+    }
+
+    /// Records readiness the event loop saw for this session's stream.
+    pub(super) fn ready(&self, readable: bool, writable: bool) {
+        let mut io = self.link.lock();
+        io.want_read |= readable;
+        io.writable |= writable;
     }
 
     pub(super) fn accepted_by(&self) -> Option<usize> {
@@ -190,52 +196,64 @@ impl Session {
         now: Instant,
         shutting_down: bool,
     ) -> Outcome {
+        let link = self.link.clone();
+        let mut io = link.lock();
+        self.turn(&mut io, registry, now, shutting_down)
+    }
+
+    fn turn(
+        &mut self,
+        io: &mut LinkIo,
+        registry: &Registry,
+        now: Instant,
+        shutting_down: bool,
+    ) -> Outcome {
         self.stalled = false;
-        if let Some(outcome) = self.check_linger(now, shutting_down) {
+        if let Some(outcome) = self.check_linger(io, now, shutting_down) {
             return outcome;
         }
-        if self.stream.is_none() {
-            return self.maybe_connect(registry, now);
+        if io.stream.is_none() {
+            return self.maybe_connect(io, registry, now);
         }
-        if self.connecting {
-            match self.stream.as_mut().map(Stream::connect_result) {
-                Some(Ok(true)) => self.on_connected(now),
+        if io.connecting {
+            match io.stream.as_mut().map(Stream::connect_result) {
+                Some(Ok(true)) => self.on_connected(io, now),
                 Some(Ok(false)) => return Outcome::Keep { wake_at: None },
-                Some(Err(e)) => return self.on_end(registry, End::Io(e), now),
+                Some(Err(e)) => return self.on_end(io, registry, End::Io(e), now),
                 None => unreachable!("checked above"),
             }
         }
-        let budget_left = match self.read_input(now) {
+        let budget_left = match self.read_input(io, now) {
             Ok(left) => left,
-            Err(end) => return self.on_end(registry, end, now),
+            Err(end) => return self.on_end(io, registry, end, now),
         };
-        self.fill_output();
-        if let Err(e) = self.flush() {
-            return self.on_end(registry, End::Io(e), now);
+        self.fill_output(io);
+        if let Err(e) = self.flush(io) {
+            return self.on_end(io, registry, End::Io(e), now);
         }
-        if let Some(conn) = self.conn.as_mut() {
+        if let Some(conn) = io.conn.as_mut() {
             if conn.poll_timeout().is_some_and(|t| t <= now) {
                 if let Err(e) = conn.handle_timeout(now) {
-                    return self.on_end(registry, End::Protocol(e), now);
+                    return self.on_end(io, registry, End::Protocol(e), now);
                 }
-                if let Err(e) = self.flush() {
-                    return self.on_end(registry, End::Io(e), now);
+                if let Err(e) = self.flush(io) {
+                    return self.on_end(io, registry, End::Io(e), now);
                 }
             }
         }
-        if let Some(outcome) = self.check_linger(now, shutting_down) {
+        if let Some(outcome) = self.check_linger(io, now, shutting_down) {
             return outcome;
         }
         if !budget_left {
             return Outcome::Again;
         }
         Outcome::Keep {
-            wake_at: self.conn.as_ref().and_then(Connection::poll_timeout),
+            wake_at: io.conn.as_ref().and_then(Connection::poll_timeout),
         }
     }
 
     /// Ends a lingering session once everything is sent or time is up.
-    fn check_linger(&mut self, now: Instant, shutting_down: bool) -> Option<Outcome> {
+    fn check_linger(&mut self, io: &LinkIo, now: Instant, shutting_down: bool) -> Option<Outcome> {
         let deadline = match self.linger {
             Some(d) => d,
             None if shutting_down => Some(now),
@@ -245,14 +263,14 @@ impl Session {
             return Some(Outcome::Remove);
         }
         let queued = self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0);
-        let unsent = self.conn.as_ref().is_some_and(|c| !c.pending().is_empty());
-        if !(queued || unsent && self.stream.is_some()) {
+        let unsent = io.conn.as_ref().is_some_and(|c| !c.pending().is_empty());
+        if !(queued || unsent && io.stream.is_some()) {
             return Some(Outcome::Remove);
         }
         None
     }
 
-    fn maybe_connect(&mut self, registry: &Registry, now: Instant) -> Outcome {
+    fn maybe_connect(&mut self, io: &mut LinkIo, registry: &Registry, now: Instant) -> Outcome {
         let Origin::Connect {
             target, retry_at, ..
         } = &mut self.origin
@@ -269,10 +287,10 @@ impl Session {
             Ok(mut stream) => {
                 if let Err(e) = stream.register(registry, Token(self.token)) {
                     tracing::error!("cannot register connection: {e}");
-                    return self.on_end(registry, End::Io(e), now);
+                    return self.on_end(io, registry, End::Io(e), now);
                 }
-                self.stream = Some(stream);
-                self.connecting = true;
+                io.stream = Some(stream);
+                io.connecting = true;
                 self.socket.monitor.emit(
                     Event::ConnectDelayed,
                     libc::EINPROGRESS as u32,
@@ -280,21 +298,21 @@ impl Session {
                 );
                 Outcome::Keep { wake_at: None }
             }
-            Err(e) => self.on_end(registry, End::Io(e), now),
+            Err(e) => self.on_end(io, registry, End::Io(e), now),
         }
     }
 
-    fn on_connected(&mut self, now: Instant) {
-        self.connecting = false;
-        self.want_read = true;
-        self.writable = true;
-        if let Some(s) = &self.stream {
+    fn on_connected(&mut self, io: &mut LinkIo, now: Instant) {
+        io.connecting = false;
+        io.want_read = true;
+        io.writable = true;
+        if let Some(s) = &io.stream {
             s.tune(&self.opts);
             self.socket
                 .monitor
                 .emit(Event::Connected, s.raw_fd() as u32, &self.endpoint);
         }
-        self.conn = Connection::new(self.opts.zmtp_config(self.socket.socket_type), now).ok();
+        io.conn = Connection::new(self.opts.zmtp_config(self.socket.socket_type), now).ok();
         if let Origin::Connect { ivl, .. } = &mut self.origin {
             *ivl = millis(self.opts.reconnect_ivl);
         }
@@ -303,63 +321,51 @@ impl Session {
     /// Reads and decodes until the socket would block, the socket's
     /// inbound queue is full, or the turn's budget is spent (returns
     /// `false` then).
-    fn read_input(&mut self, now: Instant) -> Result<bool, End> {
+    fn read_input(&mut self, io: &mut LinkIo, now: Instant) -> Result<bool, End> {
+        // The application thread may have met the end while pumping.
+        if let Some(end) = io.ended.take() {
+            self.process_events(io)?;
+            return Err(end);
+        }
         let mut reads = 0;
         loop {
-            self.process_events()?;
-            if self.stalled || !self.want_read {
+            self.process_events(io)?;
+            if self.stalled || !io.want_read {
                 return Ok(true);
             }
             if reads == READ_BUDGET {
                 return Ok(false);
             }
             reads += 1;
-            let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
+            let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
                 return Ok(true);
             };
-            // Zero only what this read may fill (a chunk, or the rest of a
-            // large frame), not the whole spare capacity.
             let want = conn.read_size();
-            let buf = conn.recv_buf();
-            let len = buf.len();
-            buf.resize(len + want, 0);
-            match stream.read(&mut buf[len..]) {
-                Ok(0) => {
-                    buf.truncate(len);
-                    return Err(End::Eof);
-                }
-                Ok(n) => {
-                    buf.truncate(len + n);
-                    conn.input_received(now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    buf.truncate(len);
-                    self.want_read = false;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-                Err(e) => {
-                    buf.truncate(len);
-                    return Err(End::Io(e));
-                }
+            match stream.read_into(conn.recv_buf(), want) {
+                Ok(0) => return Err(End::Eof),
+                Ok(_) => conn.input_received(now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.want_read = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(End::Io(e)),
             }
         }
     }
 
     /// Moves decoded events into the socket's pipe while it has room.
-    fn process_events(&mut self) -> Result<(), End> {
+    fn process_events(&mut self, io: &mut LinkIo) -> Result<(), End> {
         loop {
             if let Some(p) = &self.pipe {
-                if self.handshaken && !p.tx.has_room() {
+                if io.handshaken && !p.tx.has_room() {
                     self.stalled = true;
                     return Ok(());
                 }
             }
-            let Some(conn) = self.conn.as_mut() else {
+            let Some(conn) = io.conn.as_mut() else {
                 return Ok(());
             };
             match conn.poll_event() {
                 Ok(None) => return Ok(()),
-                Ok(Some(ZEvent::HandshakeComplete)) => self.on_handshake(),
+                Ok(Some(ZEvent::HandshakeComplete)) => self.on_handshake(io),
                 Ok(Some(ZEvent::Message(m))) => self.deliver(Item::Msg(m)),
                 Ok(Some(ZEvent::Subscribe(t))) => self.deliver(Item::Subscribe(t)),
                 Ok(Some(ZEvent::Cancel(t))) => self.deliver(Item::Cancel(t)),
@@ -374,16 +380,16 @@ impl Session {
         }
     }
 
-    fn on_handshake(&mut self) {
-        self.handshaken = true;
-        let Some(conn) = self.conn.as_mut() else {
+    fn on_handshake(&mut self, io: &mut LinkIo) {
+        io.handshaken = true;
+        let Some(conn) = io.conn.as_mut() else {
             return;
         };
         let peer = conn.peer().cloned().expect("handshake complete");
         self.socket
             .monitor
             .emit(Event::HandshakeSucceeded, 0, &self.endpoint);
-        let peer_address = self.stream.as_ref().map(Stream::peer_text);
+        let peer_address = io.stream.as_ref().map(Stream::peer_text);
         let meta = PeerMeta {
             identity: peer.identity.clone(),
             metadata: Some(Arc::new(Metadata {
@@ -392,8 +398,13 @@ impl Session {
             })),
         };
         if self.pipe.is_none() && self.linger.is_none() {
-            let (socket_end, session_end) =
-                super::session_pipe(self.waker.clone(), &self.socket, &self.opts, meta);
+            let (socket_end, session_end) = super::session_pipe(
+                self.waker.clone(),
+                &self.link,
+                &self.socket,
+                &self.opts,
+                meta,
+            );
             self.pipe = Some(session_end);
             self.socket.attach(socket_end);
         }
@@ -406,8 +417,8 @@ impl Session {
     }
 
     /// Encodes what the socket has queued, up to one batch.
-    fn fill_output(&mut self) {
-        let (Some(conn), Some(pipe)) = (self.conn.as_mut(), self.pipe.as_ref()) else {
+    fn fill_output(&mut self, io: &mut LinkIo) {
+        let (Some(conn), Some(pipe)) = (io.conn.as_mut(), self.pipe.as_ref()) else {
             return;
         };
         let subs = self
@@ -419,17 +430,17 @@ impl Session {
     }
 
     /// Writes pending output until done or the stream would block.
-    fn flush(&mut self) -> io::Result<()> {
-        let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
+    fn flush(&mut self, io: &mut LinkIo) -> io::Result<()> {
+        let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
             return Ok(());
         };
-        while !conn.pending().is_empty() && self.writable {
+        while !conn.pending().is_empty() && io.writable {
             let mut slices = [IoSlice::new(&[]); MAX_IOV];
             let n = conn.pending().io_slices(&mut slices);
             match stream.write_vectored(&slices[..n]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(k) => conn.advance_tx(k),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -449,12 +460,12 @@ impl Session {
     }
 
     /// The connection ended: report, clean up, and reconnect or finish.
-    fn on_end(&mut self, registry: &Registry, end: End, now: Instant) -> Outcome {
-        let was_connected = !self.connecting && self.stream.is_some();
+    fn on_end(&mut self, io: &mut LinkIo, registry: &Registry, end: End, now: Instant) -> Outcome {
+        let was_connected = !io.connecting && io.stream.is_some();
         if let End::Io(e) = &end {
             tracing::debug!("{}: connection failed: {e}", self.endpoint);
         }
-        let truncated = match (&end, self.conn.as_mut()) {
+        let truncated = match (&end, io.conn.as_mut()) {
             (End::Eof, Some(conn)) => conn.end_of_input(),
             _ => None,
         };
@@ -474,14 +485,14 @@ impl Session {
         };
         if let Some(e) = &protocol {
             tracing::debug!("{}: closing connection: {e}", self.endpoint);
-            if !self.handshaken {
+            if !io.handshaken {
                 let (ev, value) = handshake_failure(e);
                 self.socket.monitor.emit(ev, value, &self.endpoint);
             }
             // Best effort: an ERROR command the engine queued.
-            let _ = self.flush();
+            let _ = self.flush(io);
         }
-        if let Some(mut stream) = self.stream.take() {
+        if let Some(mut stream) = io.stream.take() {
             stream.deregister(registry);
             let event = if was_connected {
                 Event::Disconnected
@@ -493,11 +504,12 @@ impl Session {
                 .monitor
                 .emit(event, stream.raw_fd() as u32, &self.endpoint);
         }
-        self.conn = None;
-        self.connecting = false;
-        self.handshaken = false;
-        self.want_read = false;
-        self.writable = false;
+        io.conn = None;
+        io.connecting = false;
+        io.handshaken = false;
+        io.want_read = false;
+        io.writable = false;
+        io.ended = None;
         if self.pipe_per_connection {
             if let Some(p) = self.pipe.take() {
                 p.close();
@@ -548,9 +560,11 @@ impl Session {
 
     /// Closes everything (removal from the loop).
     pub(super) fn close(&mut self, registry: &Registry) {
-        if let Some(mut stream) = self.stream.take() {
+        let link = self.link.clone();
+        let mut io = link.lock();
+        if let Some(mut stream) = io.stream.take() {
             stream.deregister(registry);
-            if self.handshaken || self.conn.is_some() {
+            if io.handshaken || io.conn.is_some() {
                 self.socket.monitor.emit(
                     Event::Disconnected,
                     stream.raw_fd() as u32,
@@ -558,6 +572,8 @@ impl Session {
                 );
             }
         }
+        io.conn = None;
+        io.handshaken = false;
         if let Some(p) = self.pipe.take() {
             p.close();
         }

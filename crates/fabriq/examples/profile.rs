@@ -1,0 +1,124 @@
+//! One workload, run on fabriq or on libzmq, for profilers.
+//!
+//! `cargo run --release -p fabriq --example profile -- IMPL PATTERN ENDPOINT SIZE COUNT`
+//!
+//! - IMPL: `fabriq` or `libzmq`
+//! - PATTERN: `pushpull` (one-way stream) or `reqrep` (round trips)
+//! - ENDPOINT: e.g. `tcp://127.0.0.1:*`, `ipc://@name`, `inproc://x`
+//! - optional ROLE: `server` (bind and receive only) or `client` (connect
+//!   and send only), to run the two sides as separate processes
+//!
+//! Both sides run in this process, so `valgrind --tool=callgrind` counts
+//! every instruction either implementation spends per message. The same
+//! source is compiled twice, once against each API (they have one shape),
+//! which keeps the comparison fair. The side-by-side timing benchmark lives
+//! in `bench/`.
+
+use std::time::Instant;
+
+macro_rules! workload {
+    ($name:ident, $zmq:ident) => {
+        mod $name {
+            use $zmq as zmq;
+
+            pub fn run(
+                pattern: &str,
+                endpoint: &str,
+                size: usize,
+                count: usize,
+                role: &str,
+            ) -> f64 {
+                let ctx = zmq::Context::new();
+                let (a, b) = match pattern {
+                    "pushpull" => (zmq::PULL, zmq::PUSH),
+                    "reqrep" => (zmq::REP, zmq::REQ),
+                    other => panic!("unknown pattern {other}"),
+                };
+                let reqrep = pattern == "reqrep";
+                if role == "client" {
+                    let s = ctx.socket(b).expect("socket");
+                    s.set_sndhwm(10_000).expect("hwm");
+                    s.connect(endpoint).expect("connect");
+                    let payload = vec![7u8; size];
+                    let mut reply = zmq::Message::new();
+                    for _ in 0..count {
+                        s.send(&payload[..], 0).expect("send");
+                        if reqrep {
+                            s.recv(&mut reply, 0).expect("recv");
+                        }
+                    }
+                    s.set_linger(-1).expect("linger");
+                    return 0.0;
+                }
+                let server = ctx.socket(a).expect("socket");
+                server.set_rcvhwm(10_000).expect("hwm");
+                server.bind(endpoint).expect("bind");
+                let bound = server.get_last_endpoint().expect("endpoint").expect("utf8");
+                let client_ctx = ctx.clone();
+                let solo = role == "server";
+                let client = std::thread::spawn(move || {
+                    if solo {
+                        return;
+                    }
+                    let s = client_ctx.socket(b).expect("socket");
+                    s.set_sndhwm(10_000).expect("hwm");
+                    s.connect(&bound).expect("connect");
+                    let payload = vec![7u8; size];
+                    let mut reply = zmq::Message::new();
+                    for _ in 0..count {
+                        s.send(&payload[..], 0).expect("send");
+                        if reqrep {
+                            s.recv(&mut reply, 0).expect("recv");
+                        }
+                    }
+                });
+                let mut msg = zmq::Message::new();
+                server.recv(&mut msg, 0).expect("recv");
+                if reqrep {
+                    server.send(&msg[..], 0).expect("send");
+                }
+                let start = std::time::Instant::now();
+                for _ in 1..count {
+                    server.recv(&mut msg, 0).expect("recv");
+                    assert_eq!(msg.len(), size);
+                    if reqrep {
+                        server.send(&msg[..], 0).expect("send");
+                    }
+                }
+                let secs = start.elapsed().as_secs_f64();
+                client.join().expect("client");
+                secs
+            }
+        }
+    };
+}
+
+workload!(on_fabriq, fabriq);
+workload!(on_libzmq, zmq);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 6 && args.len() != 7 {
+        eprintln!(
+            "usage: profile fabriq|libzmq pushpull|reqrep ENDPOINT SIZE COUNT [server|client]"
+        );
+        std::process::exit(2);
+    }
+    let (imp, pattern, endpoint) = (&args[1], &args[2], &args[3]);
+    let size: usize = args[4].parse().expect("SIZE");
+    let count: usize = args[5].parse().expect("COUNT");
+    let role = args.get(6).map_or("both", String::as_str);
+    let wall = Instant::now();
+    let secs = match imp.as_str() {
+        "fabriq" => on_fabriq::run(pattern, endpoint, size, count, role),
+        "libzmq" => on_libzmq::run(pattern, endpoint, size, count, role),
+        other => panic!("unknown implementation {other}"),
+    };
+    let per = secs / (count - 1) as f64;
+    println!(
+        "{imp} {pattern} {endpoint} {size} B x {count}: {:.0} msg/s ({:.2} us each), wall {:.2} s",
+        1.0 / per,
+        per * 1e6,
+        wall.elapsed().as_secs_f64()
+    );
+}
