@@ -334,6 +334,20 @@ impl PipeEnd {
         self.link.as_ref().is_some_and(|l| l.pump(&self.rx))
     }
 
+    /// Sends a message to the peer, written on the calling thread when the
+    /// connection is idle (lock-step sockets; see `reactor/link.rs`),
+    /// queued otherwise.
+    pub(crate) fn send_direct(&self, msg: Multipart) {
+        let msg = match &self.link {
+            Some(link) => match link.send_inline(&self.tx, msg) {
+                Ok(()) => return,
+                Err(msg) => msg,
+            },
+            None => msg,
+        };
+        self.tx.push(Item::Msg(msg));
+    }
+
     /// Closes our side: the peer's end sees the end of its inbound queue,
     /// and anything it still sends is dropped.
     pub(crate) fn close(&self) {

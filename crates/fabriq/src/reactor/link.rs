@@ -12,12 +12,17 @@
 //! and fills the pipe on its own thread, without waking anyone. Whatever a
 //! pump cannot finish (end of stream, an error, a PONG to send, a pipe
 //! filled to its HWM) it hands back to the session by waking it.
+//!
+//! Lock-step sockets (REQ, REP) also *send* on the application thread: a
+//! request or reply is encoded and written at once when the wire is idle,
+//! instead of waking the I/O thread to do it. Streaming sockets keep
+//! sending through the I/O thread, which batches many messages per write.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use fabriq_zmtp::{Connection, Event as ZEvent, ProtocolError};
+use fabriq_zmtp::{Connection, Event as ZEvent, Multipart, ProtocolError};
 
 use crate::pipe::{Item, Queue};
 use crate::transport::Stream;
@@ -26,6 +31,8 @@ use super::ReactorWaker;
 
 /// Reads a pump may do before it hands the rest to the session.
 const PUMP_READS: usize = 4;
+/// Pieces per vectored write.
+const MAX_IOV: usize = 64;
 
 /// Why a connection ended.
 #[derive(Debug)]
@@ -95,6 +102,7 @@ impl Link {
         let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
             return false;
         };
+        let unsent = conn.pending().len();
         let mut delivered = false;
         let mut reads = 0;
         // Whether the session must look: something only it handles, or
@@ -152,12 +160,61 @@ impl Link {
                 }
             }
         }
-        // A PING read here is answered by the session, which writes.
-        hand_over |= !conn.pending().is_empty();
+        // A PING read here queued a PONG: the session writes it. (Bytes
+        // that were already unsent are the session's business as usual.)
+        hand_over |= conn.pending().len() > unsent;
         drop(guard);
         if hand_over {
             self.session.wake();
         }
         delivered
+    }
+
+    /// Encodes `msg` and writes it on the calling thread, if nothing
+    /// queued for this connection is still waiting (`queue`, the socket's
+    /// outbound queue, must be empty so order is kept, and the engine must
+    /// have no unsent bytes) and the session is not busy. Gives the message back otherwise, to be queued as usual.
+    /// A write that does not finish is completed by the session when the
+    /// stream is writable again.
+    pub(crate) fn send_inline(&self, queue: &Queue, msg: Multipart) -> Result<(), Multipart> {
+        let Ok(mut guard) = self.io.try_lock() else {
+            return Err(msg);
+        };
+        let io = &mut *guard;
+        if !io.handshaken || io.connecting || io.ended.is_some() || queue.len() > 0 {
+            return Err(msg);
+        }
+        let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
+            return Err(msg);
+        };
+        // Unsent bytes mean the peer is slow: queue, so the HWM applies.
+        if !conn.pending().is_empty() || conn.send(&msg).is_err() {
+            return Err(msg);
+        }
+        let mut hand_over = false;
+        while !conn.pending().is_empty() && io.writable {
+            let mut slices = [IoSlice::new(&[]); MAX_IOV];
+            let n = conn.pending().io_slices(&mut slices);
+            match stream.write_vectored(&slices[..n]) {
+                Ok(0) => {
+                    io.ended = Some(End::Io(io::ErrorKind::WriteZero.into()));
+                    hand_over = true;
+                    break;
+                }
+                Ok(k) => conn.advance_tx(k),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    io.ended = Some(End::Io(e));
+                    hand_over = true;
+                    break;
+                }
+            }
+        }
+        drop(guard);
+        if hand_over {
+            self.session.wake();
+        }
+        Ok(())
     }
 }
