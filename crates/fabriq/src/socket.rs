@@ -296,7 +296,14 @@ impl Socket {
                         }
                     }
                 })?;
-            core.inbox.extend(received.msg);
+            let mut frames = received.msg;
+            if frames.len() == 1 {
+                // The common single-frame message skips the inbox.
+                core.rcvmore = false;
+                let frame = frames.pop().unwrap_or_default();
+                return Ok((frame, false, received.meta));
+            }
+            core.inbox.extend(frames);
             core.inbox_meta = received.meta;
         }
         let frame = core.inbox.pop_front().unwrap_or_default();
