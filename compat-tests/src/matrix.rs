@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use crate::adapter::{Impl, Transport};
-use crate::expect::{self, Expected, Why};
+use crate::expect::{self, Expected};
 use crate::scenario::{Pair, Scenario, Sides};
 
 /// One column of the matrix: the implementation of side A and of side B.
@@ -85,7 +85,7 @@ impl Run {
     /// fails if listed (either for flaky ones).
     pub fn as_expected(&self) -> bool {
         match (&self.outcome, self.expected) {
-            (_, Some(e)) if e.why == Why::Flaky => true,
+            (_, Some(e)) if e.either_outcome() => true,
             (Outcome::Pass, None) => true,
             (Outcome::Fail(_), Some(_)) => true,
             _ => false,

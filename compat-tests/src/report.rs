@@ -18,6 +18,8 @@ enum Mark {
     Expected(usize),
     /// Listed as flaky, with its note number (either outcome).
     Flaky(usize),
+    /// Listed as an intermittent failure (either outcome).
+    Intermittent(usize),
     /// Failed although it should pass.
     Fail,
     /// Passed although listed as an expected failure.
@@ -30,6 +32,7 @@ fn mark(r: &Run) -> Mark {
         .map(|e| EXPECTED.iter().position(|x| std::ptr::eq(x, e)).unwrap_or(0) + 1);
     match (&r.outcome, r.expected, note) {
         (_, Some(e), Some(n)) if e.why == Why::Flaky => Mark::Flaky(n),
+        (_, Some(e), Some(n)) if e.intermittent => Mark::Intermittent(n),
         (Outcome::Pass, None, _) => Mark::Pass,
         (Outcome::Pass, Some(_), Some(n)) => Mark::Xpass(n),
         (Outcome::Fail(_), Some(_), Some(n)) => Mark::Expected(n),
@@ -42,6 +45,7 @@ fn mark_text(m: Mark) -> String {
         Mark::Pass => "pass".into(),
         Mark::Expected(n) => format!("xfail [{n}]"),
         Mark::Flaky(n) => format!("flaky [{n}]"),
+        Mark::Intermittent(n) => format!("intermittent [{n}]"),
         Mark::Fail => "**FAIL**".into(),
         Mark::Xpass(n) => format!("**XPASS** [{n}]"),
     }
@@ -169,9 +173,10 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
         };
         let _ = writeln!(
             out,
-            "{}. **{}** — `{}`, {}, {}: {}",
+            "{}. **{}{}** — `{}`, {}, {}: {}",
             n + 1,
             e.why.name(),
+            if e.intermittent { ", intermittent" } else { "" },
             e.scenario,
             cols,
             ts,

@@ -78,9 +78,16 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             name: "unbind_stops_traffic",
             about: "PUSH unbinds: its accepted connections go too, sends would block",
-            transports: ALL,
+            transports: WIRE,
             sides: Sides::Two,
             run: unbind_stops_traffic,
+        },
+        Scenario {
+            name: "inproc_unbind_keeps_connections",
+            about: "inproc unbind: the name goes, connections made through it stay",
+            transports: super::INPROC,
+            sides: Sides::Two,
+            run: inproc_unbind_keeps_connections,
         },
         Scenario {
             name: "disconnect_stops_traffic",
@@ -128,8 +135,20 @@ pub(crate) fn rebind(s: &Sock, endpoint: &str) -> Outcome {
     }
 }
 
-/// Sends numbered messages until one arrives at `receiver`; returns.
-fn send_until_received(sender: &Sock, receiver: &Sock, what: &str) -> Outcome {
+/// For an ipc endpoint whose socket file is missing: says so (a reason
+/// for a connecting peer not to get through).
+pub(crate) fn ipc_file_note(endpoint: &str) -> String {
+    match endpoint.strip_prefix("ipc://") {
+        Some(path) if !std::path::Path::new(path).exists() => {
+            format!(" (the ipc socket file {path} no longer exists)")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Sends numbered messages until one arrives at `receiver` (bound at
+/// `endpoint`).
+fn send_until_received(sender: &Sock, receiver: &Sock, endpoint: &str, what: &str) -> Outcome {
     let end = deadline(5000);
     let mut i = 0;
     loop {
@@ -142,7 +161,11 @@ fn send_until_received(sender: &Sock, receiver: &Sock, what: &str) -> Outcome {
             ensure!(m[0].starts_with(b"probe"), "{what}: unexpected {}", super::show(&m));
             return Ok(());
         }
-        ensure!(Instant::now() < end, "{what}: nothing arrived within 5 s");
+        ensure!(
+            Instant::now() < end,
+            "{what}: nothing arrived within 5 s{}",
+            ipc_file_note(endpoint)
+        );
     }
 }
 
@@ -158,7 +181,7 @@ fn restart_pull(p: &Pair, t: Transport) -> Outcome {
     drop(pull);
     let pull = p.a(Kind::Pull)?;
     rebind(&pull, &endpoint)?;
-    send_until_received(&push, &pull, "after the restart")?;
+    send_until_received(&push, &pull, &endpoint, "after the restart")?;
     push.send(b"last", 0)?;
     let end = deadline(3000);
     loop {
@@ -191,7 +214,11 @@ fn restart_pub(p: &Pair, t: Transport) -> Outcome {
                 return Ok(());
             }
         }
-        ensure!(Instant::now() < end, "no message after the restart within 5 s");
+        ensure!(
+            Instant::now() < end,
+            "no message after the restart within 5 s{}",
+            ipc_file_note(&endpoint)
+        );
     }
 }
 
@@ -215,7 +242,7 @@ fn restart_router(p: &Pair, t: Transport) -> Outcome {
             Err(f) if f.is(Errno::EHOSTUNREACH) && Instant::now() < end => {
                 router.poll_in(20)?;
             }
-            Err(f) => return Err(f.into()),
+            Err(f) => return Err(format!("{f}{}", ipc_file_note(&endpoint))),
         }
     }
     ensure_eq!(recv_text(&dealer)?, "again", "after the restart");
@@ -363,6 +390,25 @@ fn unbind_stops_traffic(p: &Pair, t: Transport) -> Outcome {
         other => return Err(format!("send after unbind: {other:?}, expected EAGAIN")),
     }
     super::expect_silence(&pull, 100, "after unbind")
+}
+
+fn inproc_unbind_keeps_connections(p: &Pair, t: Transport) -> Outcome {
+    let push = p.a(Kind::Push)?;
+    let pull = p.b(Kind::Pull)?;
+    let endpoint = link(t, &push, &pull)?;
+    push.send(b"before", 0)?;
+    ensure_eq!(recv_text(&pull)?, "before", "before unbind");
+    push.unbind(&endpoint)?;
+    push.send(b"after", 0)?;
+    ensure_eq!(recv_text(&pull)?, "after", "after unbind");
+    // The name is free: a new connect finds nobody.
+    let late = p.b(Kind::Pull)?;
+    late.connect(&endpoint)?;
+    let again = p.a(Kind::Push)?;
+    again.bind(&endpoint)?;
+    again.send(b"rebound", 0)?;
+    ensure_eq!(recv_text(&late)?, "rebound", "through the name bound again");
+    Ok(())
 }
 
 fn disconnect_stops_traffic(p: &Pair, t: Transport) -> Outcome {

@@ -361,8 +361,6 @@ fn option_round_trip(p: &Pair, _t: Transport) -> Outcome {
     ensure_eq!(s.get_maxmsgsize()?, 4096, "MAXMSGSIZE");
     s.set_immediate(true)?;
     ensure_eq!(s.is_immediate()?, true, "IMMEDIATE");
-    s.set_router_mandatory(true)?;
-    ensure_eq!(s.is_router_mandatory()?, true, "ROUTER_MANDATORY");
     s.set_identity(b"me")?;
     ensure_eq!(s.get_identity()?, b"me".to_vec(), "ROUTING_ID");
     Ok(())

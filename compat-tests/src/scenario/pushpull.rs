@@ -117,24 +117,60 @@ fn push_round_robin(p: &Pair, t: Transport) -> Outcome {
 }
 
 /// Two senders keep their pipes full; the receiver must alternate between
-/// them. A receiver that prefers one pipe would take hundreds in a row.
+/// them. One thread feeds both senders with DONTWAIT sends, so neither
+/// gets ahead through scheduling: each is topped up whenever it has room.
+/// A receiver that prefers one pipe would take hundreds in a row.
 pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Outcome {
     const EACH: usize = 300;
+    // Short queues everywhere, so what the receiver takes next reflects
+    // its choice, not how much one connection got ahead.
+    receiver.set_rcvhwm(5)?;
     let endpoint = receiver.bind_any(t)?;
-    receiver.set_rcvhwm(10).ok();
-    let mut threads = Vec::new();
-    for (k, s) in senders.into_iter().enumerate() {
-        s.set_sndhwm(10)?;
+    for s in &senders {
+        s.set_sndhwm(5)?;
         s.connect(&endpoint)?;
-        // The socket comes back with the result: it stays open until
-        // everything is read.
-        threads.push(thread::spawn(move || -> Result<Sock, String> {
-            for i in 0..EACH {
-                s.send(format!("{k}:{i}").as_bytes(), 0)?;
-            }
-            Ok(s)
-        }));
     }
+    // Both connections up before the race starts.
+    for (k, s) in senders.iter().enumerate() {
+        s.send(format!("{k}:hello").as_bytes(), 0)?;
+    }
+    let mut hellos = Vec::new();
+    for _ in 0..2 {
+        let m = receiver.recv_parts(0)?;
+        hellos.push(String::from_utf8_lossy(m.last().unwrap()).into_owned());
+    }
+    hellos.sort();
+    ensure_eq!(hellos, vec!["0:hello", "1:hello"], "hellos");
+    let feeder = thread::spawn(move || -> Result<Vec<Sock>, String> {
+        let body = vec![b'.'; 8 * 1024];
+        let mut next = [0usize; 2];
+        let end = deadline(20_000);
+        while next.iter().any(|&n| n < EACH) {
+            let mut progress = false;
+            for (k, s) in senders.iter().enumerate() {
+                if next[k] == EACH {
+                    continue;
+                }
+                let tag = format!("{k}:{}", next[k]);
+                match s.send_parts(&[&body[..], tag.as_bytes()], DONTWAIT) {
+                    Ok(()) => {
+                        next[k] += 1;
+                        progress = true;
+                    }
+                    Err(f) if f.is(Errno::EAGAIN) => {}
+                    Err(f) => return Err(f.into()),
+                }
+            }
+            if !progress {
+                let k = if next[0] < EACH { 0 } else { 1 };
+                senders[k].poll_out(1)?;
+            }
+            ensure!(std::time::Instant::now() < end, "senders stuck at {next:?}");
+        }
+        // The sockets come back with the result: they stay open until
+        // everything is read.
+        Ok(senders)
+    });
     let mut from = Vec::new();
     let mut next = [0usize; 2];
     for _ in 0..2 * EACH {
@@ -149,9 +185,7 @@ pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Ou
         from.push(k);
     }
     drop(receiver);
-    for th in threads {
-        th.join().map_err(|_| "sender thread panicked".to_string())??;
-    }
+    feeder.join().map_err(|_| "feeder thread panicked".to_string())??;
     // Longest run from one sender while both still had messages.
     let both_until = from.iter().rposition(|&k| k != *from.last().unwrap()).unwrap_or(0);
     let mut longest = 0;

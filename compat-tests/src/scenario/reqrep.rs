@@ -2,7 +2,7 @@
 //! test_req_relaxed).
 
 use super::{link, recv_text, show, Outcome, Pair, Scenario, Sides, ALL, WIRE};
-use crate::adapter::{Errno, Kind, Transport, DONTWAIT, SNDMORE};
+use crate::adapter::{Errno, Kind, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
 /// The scenarios of this group.
@@ -56,6 +56,13 @@ pub fn scenarios() -> Vec<Scenario> {
             transports: ALL,
             sides: Sides::Two,
             run: req_envelope,
+        },
+        Scenario {
+            name: "req_drops_malformed_reply",
+            about: "REQ discards a reply without the empty delimiter and takes the next good one",
+            transports: ALL,
+            sides: Sides::Two,
+            run: req_drops_malformed_reply,
         },
         Scenario {
             name: "rep_fair_queue",
@@ -242,7 +249,21 @@ fn req_envelope(p: &Pair, t: Transport) -> Outcome {
     let got = router.recv_parts(0)?;
     let want: Vec<&[u8]> = vec![b"client", b"", b"hello"];
     ensure_eq!(got, want, "request at ROUTER");
-    // A reply without the empty delimiter is not a reply: REQ drops it.
+    router.send_parts(&[&b"client"[..], b"", b"good", b"two"], 0)?;
+    let got = req.recv_parts(0)?;
+    ensure_eq!(got, vec![b"good".to_vec(), b"two".to_vec()], "reply at REQ");
+    Ok(())
+}
+
+fn req_drops_malformed_reply(p: &Pair, t: Transport) -> Outcome {
+    let router = p.a(Kind::Router)?;
+    let req = p.b(Kind::Req)?;
+    req.set_identity(b"client")?;
+    link(t, &router, &req)?;
+    req.send(b"hello", 0)?;
+    router.recv_parts(0)?;
+    // A reply without the empty delimiter is not a reply: REQ discards
+    // it and takes the well-formed one that follows.
     router.send_parts(&[&b"client"[..], b"bad"], 0)?;
     router.send_parts(&[&b"client"[..], b"", b"good"], 0)?;
     let got = req.recv_parts(0)?;
@@ -273,7 +294,10 @@ fn rep_fair_queue(p: &Pair, t: Transport) -> Outcome {
     }
     for k in 0..3 {
         let n = served.iter().filter(|&&s| s == k).count();
-        ensure!(n >= 8, "REQ {k} served {n} times of 30: {served:?}");
+        // libzmq serves unevenly in this ping-pong (one REQ was served 4
+        // times of 30 in a run); a REP that prefers one peer serves the
+        // others never.
+        ensure!(n >= 3, "REQ {k} served {n} times of 30: {served:?}");
     }
     Ok(())
 }
@@ -308,7 +332,7 @@ fn req_relaxed(p: &Pair, t: Transport) -> Outcome {
     req.set_identity(b"relax")?;
     link(t, &router, &req)?;
     req.send(b"first", 0)?;
-    req.send_parts(&[&b"second"[..], b"part"], SNDMORE & 0)?;
+    req.send_parts(&[&b"second"[..], b"part"], 0)?;
     let first = router.recv_parts(0)?;
     let second = router.recv_parts(0)?;
     ensure!(

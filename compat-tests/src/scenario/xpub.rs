@@ -135,23 +135,23 @@ fn xsub_subscribe_frames(p: &Pair, t: Transport) -> Outcome {
     ensure_eq!(recv_text(&xsub)?, "top2", "second");
     xsub.send(&sub_msg(false, b"top"), 0)?;
     xsub.send(&sub_msg(false, b"SYNC"), 0)?;
-    xsub.send(&sub_msg(true, b"SYNC2"), 0)?;
+    xsub.send(&sub_msg(true, b"RESYNC"), 0)?;
     let end = super::deadline(5000);
     loop {
-        publisher.send(b"SYNC2", 0)?;
+        publisher.send(b"RESYNC", 0)?;
         if xsub.poll_in(20)? {
             break;
         }
-        crate::ensure!(std::time::Instant::now() < end, "SYNC2 never arrived");
+        crate::ensure!(std::time::Instant::now() < end, "RESYNC never arrived");
     }
     publisher.send(b"top3", 0)?;
-    publisher.send(b"SYNC2-END", 0)?;
+    publisher.send(b"RESYNC-END", 0)?;
     loop {
         let m = recv_text(&xsub)?;
-        if m == "SYNC2-END" {
+        if m == "RESYNC-END" {
             return Ok(());
         }
-        ensure_eq!(m, "SYNC2", "after unsubscribing from top");
+        ensure_eq!(m, "RESYNC", "after unsubscribing from top");
     }
 }
 
