@@ -119,7 +119,7 @@ fn push_round_robin(p: &Pair, t: Transport) -> Outcome {
 /// Two senders keep their pipes full; the receiver must alternate between
 /// them. One thread feeds both senders with DONTWAIT sends, so neither
 /// gets ahead through scheduling: each is topped up whenever it has room.
-/// A receiver that prefers one pipe would take hundreds in a row.
+/// A receiver that prefers one pipe takes all 300 of one sender in a row.
 pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Outcome {
     const EACH: usize = 300;
     // Short queues everywhere, so what the receiver takes next reflects
@@ -142,7 +142,9 @@ pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Ou
     hellos.sort();
     ensure_eq!(hellos, vec!["0:hello", "1:hello"], "hellos");
     let feeder = thread::spawn(move || -> Result<Vec<Sock>, String> {
-        let body = vec![b'.'; 8 * 1024];
+        // 64 KiB: the kernel's socket buffers hold only a few, so runs
+        // from buffered data stay short (longest seen: 65 for libzmq).
+        let body = vec![b'.'; 64 * 1024];
         let mut next = [0usize; 2];
         let end = deadline(20_000);
         while next.iter().any(|&n| n < EACH) {
@@ -195,7 +197,7 @@ pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Ou
         longest = longest.max(run);
     }
     ensure!(
-        longest <= 100,
+        longest <= 150,
         "one sender was served {longest} times in a row while the other waited"
     );
     Ok(())
