@@ -481,16 +481,28 @@ impl Sock {
     /// Waits up to `ms` for a message; true if one can be received.
     pub fn poll_in(&self, ms: i64) -> Res<bool> {
         match &self.inner {
-            Inner::Z(s) => s.poll(zmq::POLLIN, ms).map(|n| n > 0).map_err(|e| fail(e, self.what("poll"))),
-            Inner::F(s) => s.poll(fabriq::POLLIN, ms).map(|n| n > 0).map_err(|e| fail(e, self.what("poll"))),
+            Inner::Z(s) => s
+                .poll(zmq::POLLIN, ms)
+                .map(|n| n > 0)
+                .map_err(|e| fail(e, self.what("poll"))),
+            Inner::F(s) => s
+                .poll(fabriq::POLLIN, ms)
+                .map(|n| n > 0)
+                .map_err(|e| fail(e, self.what("poll"))),
         }
     }
 
     /// Waits up to `ms` until a message can be sent.
     pub fn poll_out(&self, ms: i64) -> Res<bool> {
         match &self.inner {
-            Inner::Z(s) => s.poll(zmq::POLLOUT, ms).map(|n| n > 0).map_err(|e| fail(e, self.what("poll"))),
-            Inner::F(s) => s.poll(fabriq::POLLOUT, ms).map(|n| n > 0).map_err(|e| fail(e, self.what("poll"))),
+            Inner::Z(s) => s
+                .poll(zmq::POLLOUT, ms)
+                .map(|n| n > 0)
+                .map_err(|e| fail(e, self.what("poll"))),
+            Inner::F(s) => s
+                .poll(fabriq::POLLOUT, ms)
+                .map(|n| n > 0)
+                .map_err(|e| fail(e, self.what("poll"))),
         }
     }
 

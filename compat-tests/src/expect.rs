@@ -56,7 +56,9 @@ impl Cols {
             Cols::Only(x) => x == c,
             Cols::FabriqA => c.a == crate::adapter::Impl::Fabriq,
             Cols::FabriqB => c.b == crate::adapter::Impl::Fabriq,
-            Cols::AnyFabriq => c.a == crate::adapter::Impl::Fabriq || c.b == crate::adapter::Impl::Fabriq,
+            Cols::AnyFabriq => {
+                c.a == crate::adapter::Impl::Fabriq || c.b == crate::adapter::Impl::Fabriq
+            }
         }
     }
 }

@@ -107,7 +107,12 @@ pub fn transports(s: &Scenario, c: Column) -> Vec<Transport> {
 
 /// Runs `scenarios` (indices into `all`) on `threads` workers, each run
 /// limited to `limit`. Returns the runs in a fixed order.
-pub fn run(all: &Arc<Vec<Scenario>>, selected: &[usize], threads: usize, limit: Duration) -> Vec<Run> {
+pub fn run(
+    all: &Arc<Vec<Scenario>>,
+    selected: &[usize],
+    threads: usize,
+    limit: Duration,
+) -> Vec<Run> {
     let mut jobs = VecDeque::new();
     for &s in selected {
         for c in COLUMNS {
@@ -117,7 +122,12 @@ pub fn run(all: &Arc<Vec<Scenario>>, selected: &[usize], threads: usize, limit: 
         }
     }
     // Longest first, so the pool does not end on one slow run.
-    let slow = ["message_64mib", "many_peers", "pub_hwm_drops", "message_sizes"];
+    let slow = [
+        "message_64mib",
+        "many_peers",
+        "pub_hwm_drops",
+        "message_sizes",
+    ];
     let mut v: Vec<_> = jobs.into_iter().collect();
     v.sort_by_key(|&(s, _, _)| !slow.contains(&all[s].name));
     let jobs = Arc::new(Mutex::new(v.into_iter().collect::<VecDeque<_>>()));
@@ -165,7 +175,13 @@ pub fn run(all: &Arc<Vec<Scenario>>, selected: &[usize], threads: usize, limit: 
 
 /// Runs one scenario in a thread of its own and waits at most `limit`;
 /// a scenario that hangs is abandoned (its thread leaks) and fails.
-fn run_one(all: &Arc<Vec<Scenario>>, s: usize, c: Column, t: Transport, limit: Duration) -> Outcome {
+fn run_one(
+    all: &Arc<Vec<Scenario>>,
+    s: usize,
+    c: Column,
+    t: Transport,
+    limit: Duration,
+) -> Outcome {
     let (tx, rx) = mpsc::channel();
     let all = all.clone();
     let spawned = thread::Builder::new()

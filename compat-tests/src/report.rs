@@ -27,9 +27,13 @@ enum Mark {
 }
 
 fn mark(r: &Run) -> Mark {
-    let note = r
-        .expected
-        .map(|e| EXPECTED.iter().position(|x| std::ptr::eq(x, e)).unwrap_or(0) + 1);
+    let note = r.expected.map(|e| {
+        EXPECTED
+            .iter()
+            .position(|x| std::ptr::eq(x, e))
+            .unwrap_or(0)
+            + 1
+    });
     match (&r.outcome, r.expected, note) {
         (_, Some(e), Some(n)) if e.why == Why::Flaky => Mark::Flaky(n),
         (_, Some(e), Some(n)) if e.intermittent => Mark::Intermittent(n),
@@ -95,7 +99,10 @@ pub fn column_counts(scenarios: &[Scenario], runs: &[Run]) -> Vec<(String, [usiz
                 }
                 n[0] += 1;
                 let marks: Vec<Mark> = cell.iter().map(|r| mark(r)).collect();
-                if marks.iter().any(|m| matches!(m, Mark::Fail | Mark::Xpass(_))) {
+                if marks
+                    .iter()
+                    .any(|m| matches!(m, Mark::Fail | Mark::Xpass(_)))
+                {
                     n[3] += 1;
                 } else if marks.iter().all(|m| *m == Mark::Pass) {
                     n[1] += 1;
@@ -142,10 +149,16 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
     }
 
     out.push_str("\n### Summary\n\n");
-    out.push_str("| column | cells run | pass | expected non-pass | unexpected | not applicable |\n");
+    out.push_str(
+        "| column | cells run | pass | expected non-pass | unexpected | not applicable |\n",
+    );
     out.push_str("|---|---|---|---|---|---|\n");
     for (name, n) in column_counts(scenarios, runs) {
-        let _ = writeln!(out, "| {name} | {} | {} | {} | {} | {} |", n[0], n[1], n[2], n[3], n[4]);
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} |",
+            n[0], n[1], n[2], n[3], n[4]
+        );
     }
     let total: usize = runs.len();
     let _ = writeln!(
@@ -169,7 +182,11 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
         let ts = if e.transports.is_empty() {
             "all transports".to_string()
         } else {
-            e.transports.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+            e.transports
+                .iter()
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let _ = writeln!(
             out,
@@ -211,7 +228,14 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
         } else {
             ""
         };
-        let _ = writeln!(out, "| `{}` | {}{} | {} |", s.name, s.about, one, ts.join(" "));
+        let _ = writeln!(
+            out,
+            "| `{}` | {}{} | {} |",
+            s.name,
+            s.about,
+            one,
+            ts.join(" ")
+        );
     }
     out.push('\n');
     out.push_str(appendix.trim_end());

@@ -74,7 +74,8 @@ pub fn main() -> i32 {
 
     if filter.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let read = |name: &str| std::fs::read_to_string(dir.join("doc").join(name)).unwrap_or_default();
+        let read =
+            |name: &str| std::fs::read_to_string(dir.join("doc").join(name)).unwrap_or_default();
         let doc = report::markdown(&all, &runs, &read("preamble.md"), &read("appendix.md"));
         let path = dir.join("../docs/compat.md");
         if std::fs::read_to_string(&path).ok().as_deref() != Some(doc.as_str()) {

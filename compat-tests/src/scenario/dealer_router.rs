@@ -116,7 +116,11 @@ fn dealer_round_robin(p: &Pair, t: Transport) -> Outcome {
     let mut replies = Vec::new();
     for _ in 0..9 {
         let m = dealer.recv_parts(0)?;
-        ensure!(m.len() == 2 && m[0].is_empty(), "reply at DEALER: {}", show(&m));
+        ensure!(
+            m.len() == 2 && m[0].is_empty(),
+            "reply at DEALER: {}",
+            show(&m)
+        );
         replies.push(String::from_utf8_lossy(&m[1]).into_owned());
     }
     replies.sort();
@@ -136,7 +140,9 @@ fn dealer_no_peer_eagain(p: &Pair, _t: Transport) -> Outcome {
     let dealer = p.a(Kind::Dealer)?;
     match dealer.send(b"x", DONTWAIT) {
         Err(f) if f.is(Errno::EAGAIN) => Ok(()),
-        other => Err(format!("DONTWAIT send without peers: {other:?}, expected EAGAIN")),
+        other => Err(format!(
+            "DONTWAIT send without peers: {other:?}, expected EAGAIN"
+        )),
     }
 }
 
@@ -209,7 +215,11 @@ fn router_mandatory(p: &Pair, t: Transport) -> Outcome {
     link(t, &router, &dealer)?;
     match router.send(b"nobody", crate::adapter::SNDMORE) {
         Err(f) if f.is(Errno::EHOSTUNREACH) => {}
-        other => return Err(format!("send to unknown id: {other:?}, expected EHOSTUNREACH")),
+        other => {
+            return Err(format!(
+                "send to unknown id: {other:?}, expected EHOSTUNREACH"
+            ))
+        }
     }
     dealer.send(b"hello", 0)?;
     router.recv_parts(0)?;
@@ -237,11 +247,16 @@ fn router_mandatory_hwm(p: &Pair, t: Transport) -> Outcome {
             Err(f) if f.is(Errno::EAGAIN) => break,
             Err(f) => return Err(format!("after {sent} messages: {f}")),
         }
-        ensure!(std::time::Instant::now() < end, "no EAGAIN after {sent} messages");
+        ensure!(
+            std::time::Instant::now() < end,
+            "no EAGAIN after {sent} messages"
+        );
     }
     ensure!(sent >= 10, "EAGAIN after only {sent} messages (SNDHWM 10)");
     for i in 0..sent {
-        let m = dealer.recv_parts(0).map_err(|f| format!("message {i} of {sent}: {f}"))?;
+        let m = dealer
+            .recv_parts(0)
+            .map_err(|f| format!("message {i} of {sent}: {f}"))?;
         ensure_eq!(m, vec![body.clone()], "message {i}");
     }
     Ok(())
@@ -254,7 +269,11 @@ fn router_duplicate_identity(p: &Pair, t: Transport) -> Outcome {
     first.set_identity(b"same")?;
     first.connect(&endpoint)?;
     first.send(b"one", 0)?;
-    ensure_eq!(router.recv_parts(0)?, vec![b"same".to_vec(), b"one".to_vec()], "from the first");
+    ensure_eq!(
+        router.recv_parts(0)?,
+        vec![b"same".to_vec(), b"one".to_vec()],
+        "from the first"
+    );
     let second = p.b(Kind::Dealer)?;
     second.set_identity(b"same")?;
     second.connect(&endpoint)?;
@@ -263,7 +282,11 @@ fn router_duplicate_identity(p: &Pair, t: Transport) -> Outcome {
     second.send(b"two", 0)?;
     first.send(b"three", 0)?;
     let m = router.recv_parts(0)?;
-    ensure_eq!(m, vec![b"same".to_vec(), b"three".to_vec()], "next at ROUTER");
+    ensure_eq!(
+        m,
+        vec![b"same".to_vec(), b"three".to_vec()],
+        "next at ROUTER"
+    );
     router.send_parts(&[&b"same"[..], b"reply"], 0)?;
     ensure_eq!(recv_text(&first)?, "reply", "reply at the first peer");
     super::expect_silence(&second, 50, "second peer")
@@ -277,12 +300,20 @@ fn router_handover(p: &Pair, t: Transport) -> Outcome {
     first.set_identity(b"same")?;
     first.connect(&endpoint)?;
     first.send(b"one", 0)?;
-    ensure_eq!(router.recv_parts(0)?, vec![b"same".to_vec(), b"one".to_vec()], "from the first");
+    ensure_eq!(
+        router.recv_parts(0)?,
+        vec![b"same".to_vec(), b"one".to_vec()],
+        "from the first"
+    );
     let second = p.b(Kind::Dealer)?;
     second.set_identity(b"same")?;
     second.connect(&endpoint)?;
     second.send(b"two", 0)?;
-    ensure_eq!(router.recv_parts(0)?, vec![b"same".to_vec(), b"two".to_vec()], "from the second");
+    ensure_eq!(
+        router.recv_parts(0)?,
+        vec![b"same".to_vec(), b"two".to_vec()],
+        "from the second"
+    );
     router.send_parts(&[&b"same"[..], b"reply"], 0)?;
     ensure_eq!(recv_text(&second)?, "reply", "reply at the second peer");
     super::expect_silence(&first, 50, "first peer")
@@ -307,8 +338,16 @@ fn router_router(p: &Pair, t: Transport) -> Outcome {
             Err(f) => return Err(f.into()),
         }
     }
-    ensure_eq!(server.recv_parts(0)?, vec![b"client".to_vec(), b"ping".to_vec()], "at server");
+    ensure_eq!(
+        server.recv_parts(0)?,
+        vec![b"client".to_vec(), b"ping".to_vec()],
+        "at server"
+    );
     server.send_parts(&[&b"client"[..], b"pong"], 0)?;
-    ensure_eq!(client.recv_parts(0)?, vec![b"server".to_vec(), b"pong".to_vec()], "at client");
+    ensure_eq!(
+        client.recv_parts(0)?,
+        vec![b"server".to_vec(), b"pong".to_vec()],
+        "at client"
+    );
     Ok(())
 }

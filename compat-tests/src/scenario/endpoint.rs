@@ -119,7 +119,10 @@ fn ipc_wildcard(p: &Pair, _t: Transport) -> Outcome {
     let path = endpoint
         .strip_prefix("ipc://")
         .ok_or_else(|| format!("LAST_ENDPOINT {endpoint:?}"))?;
-    ensure!(!path.contains('*'), "LAST_ENDPOINT still has the wildcard: {endpoint}");
+    ensure!(
+        !path.contains('*'),
+        "LAST_ENDPOINT still has the wildcard: {endpoint}"
+    );
     ensure!(
         std::path::Path::new(path).exists(),
         "LAST_ENDPOINT {endpoint} names no file"
@@ -152,7 +155,9 @@ fn unbind_wildcard_text_enoent(p: &Pair, _t: Transport) -> Outcome {
     pull.bind("tcp://127.0.0.1:*")?;
     match pull.unbind("tcp://127.0.0.1:*") {
         Err(f) if f.is(Errno::ENOENT) => Ok(()),
-        other => Err(format!("unbind with the wildcard text: {other:?}, expected ENOENT")),
+        other => Err(format!(
+            "unbind with the wildcard text: {other:?}, expected ENOENT"
+        )),
     }
 }
 
@@ -199,7 +204,11 @@ fn inproc_connect_before_bind_identity(p: &Pair, _t: Transport) -> Outcome {
     dealer.bind(&endpoint)?;
     dealer.send(b"hello", 0)?;
     let m = router.recv_parts(0)?;
-    ensure_eq!(m, vec![b"binder".to_vec(), b"hello".to_vec()], "at the connecting ROUTER");
+    ensure_eq!(
+        m,
+        vec![b"binder".to_vec(), b"hello".to_vec()],
+        "at the connecting ROUTER"
+    );
     Ok(())
 }
 
@@ -209,7 +218,9 @@ fn bind_eaddrinuse(p: &Pair, _t: Transport) -> Outcome {
     let second = p.b(Kind::Pull)?;
     match second.bind(&endpoint) {
         Err(f) if f.is(Errno::EADDRINUSE) => Ok(()),
-        other => Err(format!("second bind to {endpoint}: {other:?}, expected EADDRINUSE")),
+        other => Err(format!(
+            "second bind to {endpoint}: {other:?}, expected EADDRINUSE"
+        )),
     }
 }
 
@@ -222,12 +233,14 @@ fn bad_endpoints(p: &Pair, _t: Transport) -> Outcome {
         ("127.0.0.1:5555", Errno::EINVAL),
     ] {
         for op in ["bind", "connect"] {
-            let r = if op == "bind" { s.bind(endpoint) } else { s.connect(endpoint) };
+            let r = if op == "bind" {
+                s.bind(endpoint)
+            } else {
+                s.connect(endpoint)
+            };
             match r {
                 Err(f) if f.errno == want => {}
-                other => {
-                    return Err(format!("{op} {endpoint:?}: {other:?}, expected {want:?}"))
-                }
+                other => return Err(format!("{op} {endpoint:?}: {other:?}, expected {want:?}")),
             }
         }
     }

@@ -66,9 +66,7 @@ impl Relay {
             let client = loop {
                 match listener.accept() {
                     Ok((c, _)) => break c,
-                    Err(_) if !s.load(Ordering::Relaxed) => {
-                        thread::sleep(Duration::from_millis(5))
-                    }
+                    Err(_) if !s.load(Ordering::Relaxed) => thread::sleep(Duration::from_millis(5)),
                     Err(_) => return,
                 }
             };

@@ -66,7 +66,10 @@ fn fill(push: &Sock, from: usize) -> Result<usize, String> {
             Err(f) if f.is(Errno::EAGAIN) => return Ok(sent),
             Err(f) => return Err(format!("after {sent} sends: {f}")),
         }
-        ensure!(sent < 20_000, "no EAGAIN after {sent} messages of {BODY} bytes");
+        ensure!(
+            sent < 20_000,
+            "no EAGAIN after {sent} messages of {BODY} bytes"
+        );
         ensure!(Instant::now() < end, "no EAGAIN within 5 s ({sent} sent)");
     }
 }
@@ -82,13 +85,18 @@ fn fill_until_stable(push: &Sock) -> Result<usize, String> {
         if !push.poll_out(100)? {
             return Ok(sent);
         }
-        ensure!(Instant::now() < end, "still not full after 10 s ({sent} sent)");
+        ensure!(
+            Instant::now() < end,
+            "still not full after 10 s ({sent} sent)"
+        );
     }
 }
 
 fn drain(pull: &Sock, from: usize, count: usize) -> Outcome {
     for i in from..from + count {
-        let m = pull.recv(0).map_err(|f| format!("message {i} of {}: {f}", from + count))?;
+        let m = pull
+            .recv(0)
+            .map_err(|f| format!("message {i} of {}: {f}", from + count))?;
         ensure!(m == body(i), "message {i}: wrong content or order");
     }
     Ok(())
@@ -118,7 +126,11 @@ fn hwm_push_dontwait_eagain(p: &Pair, t: Transport) -> Outcome {
     // least one must go, and EAGAIN must come.
     ensure!(sent >= 1, "EAGAIN at once (SNDHWM 5)");
     if t == Transport::Inproc {
-        ensure_eq!(sent, 10, "inproc messages before EAGAIN (SNDHWM 5 + RCVHWM 5)");
+        ensure_eq!(
+            sent,
+            10,
+            "inproc messages before EAGAIN (SNDHWM 5 + RCVHWM 5)"
+        );
     }
     drain(&pull, 0, sent)?;
     super::expect_silence(&pull, 20, "after draining")
@@ -139,12 +151,18 @@ fn hwm_push_send_times_out(p: &Pair, t: Transport) -> Outcome {
             Ok(()) => sent += 1,
             Err(f) if f.is(Errno::EAGAIN) => {
                 let took = start.elapsed().as_millis();
-                ensure!((150..3000).contains(&took), "SNDTIMEO 200 ms took {took} ms");
+                ensure!(
+                    (150..3000).contains(&took),
+                    "SNDTIMEO 200 ms took {took} ms"
+                );
                 break;
             }
             Err(f) => return Err(format!("after {sent} sends: {f}")),
         }
-        ensure!(Instant::now() < end && sent < 20_000, "no EAGAIN after {sent} sends");
+        ensure!(
+            Instant::now() < end && sent < 20_000,
+            "no EAGAIN after {sent} sends"
+        );
     }
     drain(&pull, 0, sent)
 }
@@ -166,7 +184,11 @@ fn hwm_queue_before_connect(p: &Pair, t: Transport) -> Outcome {
     push.set_sndhwm(10)?;
     push.connect(&endpoint)?;
     let sent = fill(&push, 0)?;
-    ensure_eq!(sent, 10, "messages queued for a missing peer with SNDHWM 10");
+    ensure_eq!(
+        sent,
+        10,
+        "messages queued for a missing peer with SNDHWM 10"
+    );
     Ok(())
 }
 
@@ -177,7 +199,10 @@ fn hwm_resumes_after_drain(p: &Pair, t: Transport) -> Outcome {
         let sent = fill_until_stable(&push)?;
         ensure!(sent > 0, "round {round}: no room");
         drain(&pull, 0, sent)?;
-        ensure!(push.poll_out(3000)?, "round {round}: no POLLOUT after draining");
+        ensure!(
+            push.poll_out(3000)?,
+            "round {round}: no POLLOUT after draining"
+        );
     }
     Ok(())
 }

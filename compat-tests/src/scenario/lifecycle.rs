@@ -5,7 +5,9 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{deadline, link, recv_text, sync_subscriber, Outcome, Pair, Scenario, Sides, ALL, WIRE};
+use super::{
+    deadline, link, recv_text, sync_subscriber, Outcome, Pair, Scenario, Sides, ALL, WIRE,
+};
 use crate::adapter::{ipc_endpoint, Ctx, Errno, Kind, Sock, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -116,7 +118,10 @@ pub(crate) fn absent_endpoint(t: Transport) -> Result<String, String> {
             Ok(format!("tcp://127.0.0.1:{port}"))
         }
         Transport::Ipc => Ok(ipc_endpoint()),
-        Transport::Inproc => Ok(format!("inproc://compat-absent-{}", crate::adapter::unique())),
+        Transport::Inproc => Ok(format!(
+            "inproc://compat-absent-{}",
+            crate::adapter::unique()
+        )),
     }
 }
 
@@ -153,12 +158,20 @@ fn send_until_received(sender: &Sock, receiver: &Sock, endpoint: &str, what: &st
     let mut i = 0;
     loop {
         match sender.send(format!("probe {i}").as_bytes(), DONTWAIT) {
-            Ok(()) | Err(Fail { errno: Errno::EAGAIN, .. }) => {}
+            Ok(())
+            | Err(Fail {
+                errno: Errno::EAGAIN,
+                ..
+            }) => {}
             Err(f) => return Err(f.into()),
         }
         i += 1;
         if let Some(m) = receiver.recv_within(20)? {
-            ensure!(m[0].starts_with(b"probe"), "{what}: unexpected {}", super::show(&m));
+            ensure!(
+                m[0].starts_with(b"probe"),
+                "{what}: unexpected {}",
+                super::show(&m)
+            );
             return Ok(());
         }
         ensure!(
@@ -189,7 +202,10 @@ fn restart_pull(p: &Pair, t: Transport) -> Outcome {
         if m == "last" {
             return Ok(());
         }
-        ensure!(m.starts_with("probe") && Instant::now() < end, "after the restart: {m:?}");
+        ensure!(
+            m.starts_with("probe") && Instant::now() < end,
+            "after the restart: {m:?}"
+        );
     }
 }
 
@@ -209,7 +225,10 @@ fn restart_pub(p: &Pair, t: Transport) -> Outcome {
         publisher.send(b"x-after", 0)?;
         if let Some(m) = sub.recv_within(20)? {
             let text = String::from_utf8_lossy(&m[0]).into_owned();
-            ensure!(text == "t-after" || text.starts_with("SYNC"), "after restart: {text:?}");
+            ensure!(
+                text == "t-after" || text.starts_with("SYNC"),
+                "after restart: {text:?}"
+            );
             if text == "t-after" {
                 return Ok(());
             }
@@ -229,7 +248,11 @@ fn restart_router(p: &Pair, t: Transport) -> Outcome {
     dealer.set_reconnect_ivl(20)?;
     let endpoint = link(t, &router, &dealer)?;
     dealer.send(b"up", 0)?;
-    ensure_eq!(router.recv_parts(0)?, vec![b"worker".to_vec(), b"up".to_vec()], "before");
+    ensure_eq!(
+        router.recv_parts(0)?,
+        vec![b"worker".to_vec(), b"up".to_vec()],
+        "before"
+    );
     drop(router);
     let router = p.a(Kind::Router)?;
     router.set_router_mandatory(true)?;
@@ -261,7 +284,11 @@ fn reconnect_ivl_disabled(p: &Pair, t: Transport) -> Outcome {
     rebind(&pull, &endpoint)?;
     for i in 0..5 {
         match push.send(format!("after {i}").as_bytes(), DONTWAIT) {
-            Ok(()) | Err(Fail { errno: Errno::EAGAIN, .. }) => {}
+            Ok(())
+            | Err(Fail {
+                errno: Errno::EAGAIN,
+                ..
+            }) => {}
             Err(f) => return Err(f.into()),
         }
     }
@@ -274,7 +301,11 @@ fn immediate(p: &Pair, t: Transport) -> Outcome {
     push.connect(&absent_endpoint(t)?)?;
     match push.send(b"nowhere", DONTWAIT) {
         Err(f) if f.is(Errno::EAGAIN) => {}
-        other => return Err(format!("IMMEDIATE, no live peer: {other:?}, expected EAGAIN")),
+        other => {
+            return Err(format!(
+                "IMMEDIATE, no live peer: {other:?}, expected EAGAIN"
+            ))
+        }
     }
     let pull = p.a(Kind::Pull)?;
     let endpoint = pull.bind_any(t)?;
@@ -284,7 +315,11 @@ fn immediate(p: &Pair, t: Transport) -> Outcome {
         push.send(format!("m{i}").as_bytes(), 0)?;
     }
     for i in 0..10 {
-        ensure_eq!(recv_text(&pull)?, format!("m{i}"), "message {i} at the live peer");
+        ensure_eq!(
+            recv_text(&pull)?,
+            format!("m{i}"),
+            "message {i} at the live peer"
+        );
     }
     Ok(())
 }
@@ -307,10 +342,15 @@ fn conflate(p: &Pair, t: Transport) -> Outcome {
         last = i;
         received += 1;
     }
-    ensure!(received < N / 2, "received {received} of {N} messages: not conflated");
+    ensure!(
+        received < N / 2,
+        "received {received} of {N} messages: not conflated"
+    );
     match pull.recv(DONTWAIT) {
         Err(f) if f.is(Errno::EAGAIN) => Ok(()),
-        other => Err(format!("after the newest message: {other:?}, expected EAGAIN")),
+        other => Err(format!(
+            "after the newest message: {other:?}, expected EAGAIN"
+        )),
     }
 }
 
@@ -343,10 +383,16 @@ fn linger_flushes(p: &Pair, t: Transport) -> Outcome {
     drop(push);
     let term = thread::spawn(move || ctx.destroy());
     for i in 0..200u32 {
-        let m = pull.recv_parts(0).map_err(|f| format!("message {i} of 200: {f}"))?;
-        ensure!(m.len() == 2 && m[0] == i.to_le_bytes() && m[1] == big, "message {i}: wrong");
+        let m = pull
+            .recv_parts(0)
+            .map_err(|f| format!("message {i} of 200: {f}"))?;
+        ensure!(
+            m.len() == 2 && m[0] == i.to_le_bytes() && m[1] == big,
+            "message {i}: wrong"
+        );
     }
-    term.join().map_err(|_| "term thread panicked".to_string())??;
+    term.join()
+        .map_err(|_| "term thread panicked".to_string())??;
     Ok(())
 }
 
@@ -360,7 +406,10 @@ fn linger_timeout_bounds_term(p: &Pair, t: Transport) -> Outcome {
     drop(push);
     ctx.destroy()?;
     let took = start.elapsed().as_millis();
-    ensure!((200..3000).contains(&took), "term with LINGER 300 took {took} ms");
+    ensure!(
+        (200..3000).contains(&took),
+        "term with LINGER 300 took {took} ms"
+    );
     Ok(())
 }
 

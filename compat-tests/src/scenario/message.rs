@@ -151,7 +151,11 @@ fn pair_second_peer_ignored(p: &Pair, t: Transport) -> Outcome {
         a.send(format!("to first {i}").as_bytes(), 0)?;
     }
     for i in 0..5 {
-        ensure_eq!(recv_text(&b1)?, format!("to first {i}"), "at the first peer");
+        ensure_eq!(
+            recv_text(&b1)?,
+            format!("to first {i}"),
+            "at the first peer"
+        );
     }
     super::expect_silence(&b2, 100, "second peer")?;
     b1.send(b"still", 0)?;
@@ -172,8 +176,17 @@ fn multipart_rcvmore(p: &Pair, t: Transport) -> Outcome {
     b.send(b"next", 0)?;
     for (i, f) in frames.iter().enumerate() {
         let got = a.recv(0)?;
-        ensure!(got == *f, "frame {i}: {} bytes, expected {}", got.len(), f.len());
-        ensure_eq!(a.get_rcvmore()?, i + 1 < frames.len(), "RCVMORE after frame {i}");
+        ensure!(
+            got == *f,
+            "frame {i}: {} bytes, expected {}",
+            got.len(),
+            f.len()
+        );
+        ensure_eq!(
+            a.get_rcvmore()?,
+            i + 1 < frames.len(),
+            "RCVMORE after frame {i}"
+        );
     }
     ensure_eq!(a.recv_parts(0)?, vec![b"next".to_vec()], "next message");
     Ok(())
@@ -196,7 +209,11 @@ fn message_sizes(p: &Pair, t: Transport) -> Outcome {
         let msg = pattern(len, k as u8);
         b.send(&msg, 0)?;
         let got = a.recv(0)?;
-        ensure!(got == msg, "{len}-byte message: got {} bytes, or wrong content", got.len());
+        ensure!(
+            got == msg,
+            "{len}-byte message: got {} bytes, or wrong content",
+            got.len()
+        );
         a.send(&got, 0)?;
         let back = b.recv(0)?;
         ensure!(back == msg, "{len}-byte message on the way back");
@@ -212,7 +229,12 @@ fn message_64mib(p: &Pair, t: Transport) -> Outcome {
     let msg = pattern(64 << 20, 7);
     b.send(&msg, 0)?;
     let got = a.recv(0)?;
-    ensure!(got.len() == msg.len(), "got {} bytes of {}", got.len(), msg.len());
+    ensure!(
+        got.len() == msg.len(),
+        "got {} bytes of {}",
+        got.len(),
+        msg.len()
+    );
     ensure!(got == msg, "64 MiB message: content differs");
     Ok(())
 }
@@ -232,10 +254,17 @@ fn maxmsgsize(p: &Pair, t: Transport) -> Outcome {
     loop {
         push.send(b"small", DONTWAIT).ok();
         if let Some(m) = pull.recv_within(20)? {
-            ensure!(m == [b"small".to_vec()], "after the oversized message: {}", show(&m));
+            ensure!(
+                m == [b"small".to_vec()],
+                "after the oversized message: {}",
+                show(&m)
+            );
             return Ok(());
         }
-        ensure!(Instant::now() < end, "nothing arrived after the oversized message");
+        ensure!(
+            Instant::now() < end,
+            "nothing arrived after the oversized message"
+        );
     }
 }
 
@@ -295,12 +324,24 @@ fn poll_many_sockets(p: &Pair, t: Transport) -> Outcome {
         pushes.push(push);
     }
     let refs: Vec<_> = pulls.iter().collect();
-    ensure_eq!(poll_readable(&refs, 0)?, vec![false; 3], "before any message");
+    ensure_eq!(
+        poll_readable(&refs, 0)?,
+        vec![false; 3],
+        "before any message"
+    );
     pushes[1].send(b"to the middle", 0)?;
-    ensure_eq!(poll_readable(&refs, 3000)?, vec![false, true, false], "after one message");
+    ensure_eq!(
+        poll_readable(&refs, 3000)?,
+        vec![false, true, false],
+        "after one message"
+    );
     pulls[1].recv(0)?;
     pushes[2].send(b"to the last", 0)?;
-    ensure_eq!(poll_readable(&refs, 3000)?, vec![false, false, true], "after another");
+    ensure_eq!(
+        poll_readable(&refs, 3000)?,
+        vec![false, false, true],
+        "after another"
+    );
     Ok(())
 }
 
@@ -315,7 +356,11 @@ fn recv_timeouts(p: &Pair, _t: Transport) -> Outcome {
     let start = Instant::now();
     match pull.recv(0) {
         Err(f) if f.is(Errno::EAGAIN) => {}
-        other => return Err(format!("recv with RCVTIMEO 100: {other:?}, expected EAGAIN")),
+        other => {
+            return Err(format!(
+                "recv with RCVTIMEO 100: {other:?}, expected EAGAIN"
+            ))
+        }
     }
     let took = start.elapsed().as_millis();
     ensure!((90..2000).contains(&took), "RCVTIMEO 100 took {took} ms");
@@ -374,7 +419,11 @@ fn option_wrong_socket_type(p: &Pair, _t: Transport) -> Outcome {
     }
     match dealer.set_router_mandatory(true) {
         Err(f) if f.is(Errno::EINVAL) => {}
-        other => return Err(format!("ROUTER_MANDATORY on DEALER: {other:?}, expected EINVAL")),
+        other => {
+            return Err(format!(
+                "ROUTER_MANDATORY on DEALER: {other:?}, expected EINVAL"
+            ))
+        }
     }
     let push = p.a(Kind::Push)?;
     match push.set_subscribe(b"x") {

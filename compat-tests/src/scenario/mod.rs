@@ -206,6 +206,10 @@ pub fn sync_subscriber(publisher: &Sock, sub: &Sock) -> Outcome {
         if m == [b"SYNC-END".to_vec()] {
             return Ok(());
         }
-        ensure!(m == [b"SYNC".to_vec()], "while syncing: unexpected {}", show(&m));
+        ensure!(
+            m == [b"SYNC".to_vec()],
+            "while syncing: unexpected {}",
+            show(&m)
+        );
     }
 }

@@ -69,7 +69,10 @@ fn monitor_binder_events(p: &Pair, t: Transport) -> Outcome {
     ensure_eq!(accepted.address, endpoint, "ACCEPTED address");
     let (hs, skipped) = mon.expect(event::HANDSHAKE_SUCCEEDED, 3000)?;
     ensure_eq!(hs.address, endpoint, "HANDSHAKE_SUCCEEDED address");
-    ensure!(skipped.is_empty(), "between ACCEPTED and HANDSHAKE_SUCCEEDED: {skipped:?}");
+    ensure!(
+        skipped.is_empty(),
+        "between ACCEPTED and HANDSHAKE_SUCCEEDED: {skipped:?}"
+    );
     Ok(())
 }
 

@@ -104,7 +104,11 @@ fn pubsub_multiple_subscribers(p: &Pair, t: Transport) -> Outcome {
         publisher.send(m.as_bytes(), 0)?;
     }
     publisher.send(b"END", 0)?;
-    let want: [&[&str]; 3] = [&["a1", "a2"], &["b1", "c1"], &["a1", "b1", "c1", "d1", "a2"]];
+    let want: [&[&str]; 3] = [
+        &["a1", "a2"],
+        &["b1", "c1"],
+        &["a1", "b1", "c1", "d1", "a2"],
+    ];
     for (k, s) in subs.iter().enumerate() {
         let mut got = Vec::new();
         loop {
@@ -145,7 +149,10 @@ fn pubsub_unsubscribe(p: &Pair, t: Transport) -> Outcome {
         if sub.poll_in(20)? {
             break;
         }
-        ensure!(Instant::now() < end, "second subscription not in effect within 5 s");
+        ensure!(
+            Instant::now() < end,
+            "second subscription not in effect within 5 s"
+        );
     }
     publisher.send(b"a2", 0)?;
     publisher.send(b"b2", 0)?;
@@ -179,7 +186,11 @@ fn pubsub_multipart(p: &Pair, t: Transport) -> Outcome {
         vec![b"keep".to_vec(), vec![], b"x".to_vec()],
         "first message"
     );
-    ensure_eq!(sub.recv_parts(0)?, vec![b"keep2".to_vec()], "second message");
+    ensure_eq!(
+        sub.recv_parts(0)?,
+        vec![b"keep2".to_vec()],
+        "second message"
+    );
     super::expect_silence(&sub, 50, "after the two")
 }
 
@@ -208,7 +219,10 @@ fn pub_no_subscribers(p: &Pair, t: Transport) -> Outcome {
         publisher.send(b"nobody listens", DONTWAIT)?;
     }
     let took = start.elapsed().as_millis();
-    ensure!(took < 5000, "20000 sends without subscribers took {took} ms");
+    ensure!(
+        took < 5000,
+        "20000 sends without subscribers took {took} ms"
+    );
     Ok(())
 }
 
@@ -231,7 +245,10 @@ fn pub_hwm_drops(p: &Pair, t: Transport) -> Outcome {
     }
     publisher.send(b"m-end", DONTWAIT)?;
     let took = start.elapsed().as_millis();
-    ensure!(took < 10_000, "{N} sends to a stalled subscriber took {took} ms");
+    ensure!(
+        took < 10_000,
+        "{N} sends to a stalled subscriber took {took} ms"
+    );
     let mut got = 0u32;
     let mut last: Option<u32> = None;
     while let Some(m) = sub.recv_within(200)? {
@@ -239,7 +256,9 @@ fn pub_hwm_drops(p: &Pair, t: Transport) -> Outcome {
             break;
         }
         let text = String::from_utf8_lossy(&m[0][..6]).into_owned();
-        let i: u32 = text[1..].parse().map_err(|_| format!("bad message {text:?}"))?;
+        let i: u32 = text[1..]
+            .parse()
+            .map_err(|_| format!("bad message {text:?}"))?;
         if let Some(l) = last {
             ensure!(i > l, "message {i} after {l}: out of order or duplicated");
         }
@@ -247,6 +266,9 @@ fn pub_hwm_drops(p: &Pair, t: Transport) -> Outcome {
         got += 1;
     }
     ensure!(got > 0, "the subscriber got nothing");
-    ensure!(got < N, "all {N} messages arrived: nothing was dropped at HWM 10");
+    ensure!(
+        got < N,
+        "all {N} messages arrived: nothing was dropped at HWM 10"
+    );
     Ok(())
 }

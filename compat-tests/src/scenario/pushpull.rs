@@ -107,7 +107,10 @@ fn push_round_robin(p: &Pair, t: Transport) -> Outcome {
         }
         super::expect_silence(pull, 50, &format!("PULL {k} after 10 messages"))?;
         for w in got.windows(2) {
-            ensure!(w[1] == w[0] + 3, "PULL {k} got {got:?}: not every third message");
+            ensure!(
+                w[1] == w[0] + 3,
+                "PULL {k} got {got:?}: not every third message"
+            );
         }
         firsts.push(got[0]);
     }
@@ -187,13 +190,22 @@ pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Ou
         from.push(k);
     }
     drop(receiver);
-    feeder.join().map_err(|_| "feeder thread panicked".to_string())??;
+    feeder
+        .join()
+        .map_err(|_| "feeder thread panicked".to_string())??;
     // Longest run from one sender while both still had messages.
-    let both_until = from.iter().rposition(|&k| k != *from.last().unwrap()).unwrap_or(0);
+    let both_until = from
+        .iter()
+        .rposition(|&k| k != *from.last().unwrap())
+        .unwrap_or(0);
     let mut longest = 0;
     let mut run = 0;
     for i in 0..both_until {
-        run = if i > 0 && from[i] == from[i - 1] { run + 1 } else { 1 };
+        run = if i > 0 && from[i] == from[i - 1] {
+            run + 1
+        } else {
+            1
+        };
         longest = longest.max(run);
     }
     ensure!(
@@ -204,14 +216,22 @@ pub(crate) fn fair_queue(receiver: Sock, senders: Vec<Sock>, t: Transport) -> Ou
 }
 
 fn pull_fair_queue(p: &Pair, t: Transport) -> Outcome {
-    fair_queue(p.a(Kind::Pull)?, vec![p.b(Kind::Push)?, p.b(Kind::Push)?], t)
+    fair_queue(
+        p.a(Kind::Pull)?,
+        vec![p.b(Kind::Push)?, p.b(Kind::Push)?],
+        t,
+    )
 }
 
 fn push_no_peer_eagain(p: &Pair, _t: Transport) -> Outcome {
     let push = p.a(Kind::Push)?;
     match push.send(b"x", DONTWAIT) {
         Err(f) if f.is(Errno::EAGAIN) => {}
-        other => return Err(format!("DONTWAIT send without peers: {other:?}, expected EAGAIN")),
+        other => {
+            return Err(format!(
+                "DONTWAIT send without peers: {other:?}, expected EAGAIN"
+            ))
+        }
     }
     push.set_sndtimeo(100)?;
     let start = std::time::Instant::now();
@@ -253,7 +273,11 @@ fn push_queues_before_bind(p: &Pair, t: Transport) -> Outcome {
         }
     }
     for i in 0..10 {
-        ensure_eq!(recv_text(&pull)?, format!("early {i}"), "queued message {i}");
+        ensure_eq!(
+            recv_text(&pull)?,
+            format!("early {i}"),
+            "queued message {i}"
+        );
     }
     Ok(())
 }
@@ -279,7 +303,9 @@ fn push_pull_multipart_atomic(p: &Pair, t: Transport) -> Outcome {
     for _ in 0..400 {
         let m = pull.recv_parts(0)?;
         let first = String::from_utf8_lossy(&m[0]).into_owned();
-        let k: usize = first[..1].parse().map_err(|_| format!("bad frame {first:?}"))?;
+        let k: usize = first[..1]
+            .parse()
+            .map_err(|_| format!("bad frame {first:?}"))?;
         let i = next[k];
         let want: Vec<Vec<u8>> = (0..(1 + i % 5))
             .map(|f| format!("{k}/{i}/{f}").into_bytes())
@@ -289,7 +315,8 @@ fn push_pull_multipart_atomic(p: &Pair, t: Transport) -> Outcome {
     }
     drop(pull);
     for th in threads {
-        th.join().map_err(|_| "sender thread panicked".to_string())??;
+        th.join()
+            .map_err(|_| "sender thread panicked".to_string())??;
     }
     Ok(())
 }

@@ -232,7 +232,11 @@ fn rep_envelope(p: &Pair, t: Transport) -> Outcome {
     link(t, &rep, &dealer)?;
     dealer.send_parts(&[&b"addr-1"[..], b"addr-2", b"", b"body", b"more"], 0)?;
     let got = rep.recv_parts(0)?;
-    ensure_eq!(got, vec![b"body".to_vec(), b"more".to_vec()], "request at REP");
+    ensure_eq!(
+        got,
+        vec![b"body".to_vec(), b"more".to_vec()],
+        "request at REP"
+    );
     rep.send_parts(&[&b"reply"[..], b"tail"], 0)?;
     let got = dealer.recv_parts(0)?;
     let want: Vec<&[u8]> = vec![b"addr-1", b"addr-2", b"", b"reply", b"tail"];
@@ -311,7 +315,11 @@ fn req_correlate(p: &Pair, t: Transport) -> Outcome {
     req.send(b"question", 0)?;
     let got = router.recv_parts(0)?;
     ensure!(
-        got.len() == 4 && got[0] == b"corr" && got[1].len() == 4 && got[2].is_empty() && got[3] == b"question",
+        got.len() == 4
+            && got[0] == b"corr"
+            && got[1].len() == 4
+            && got[2].is_empty()
+            && got[3] == b"question",
         "request at ROUTER: {}, expected [id, 4-byte request id, empty, body]",
         show(&got)
     );
@@ -356,6 +364,10 @@ fn req_relaxed(p: &Pair, t: Transport) -> Outcome {
     // And the socket can ask again.
     req.send(b"third", 0)?;
     let third = router.recv_parts(0)?;
-    ensure!(third.last().map(|f| &f[..]) == Some(b"third"), "third request: {}", show(&third));
+    ensure!(
+        third.last().map(|f| &f[..]) == Some(b"third"),
+        "third request: {}",
+        show(&third)
+    );
     Ok(())
 }

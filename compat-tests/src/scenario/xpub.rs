@@ -192,7 +192,9 @@ fn xpub_unsubscribe_on_disconnect(p: &Pair, t: Transport) -> Outcome {
     expect_sub(&xpub, true, b"gone", "subscription at XPUB")?;
     drop(sub);
     // The XPUB notices the closed connection when it next looks.
-    let m = xpub.recv_parts(0).map_err(|f| format!("unsubscription after close: {f}"))?;
+    let m = xpub
+        .recv_parts(0)
+        .map_err(|f| format!("unsubscription after close: {f}"))?;
     ensure_eq!(m, vec![sub_msg(false, b"gone")], "after the SUB closed");
     Ok(())
 }
