@@ -136,6 +136,8 @@ pub enum Errno {
     EPROTONOSUPPORT,
     /// Not supported by this socket type.
     ENOTSUP,
+    /// No such device (an interface name that is not one).
+    ENODEV,
     /// Any other kind, by name.
     Other(String),
     /// Not an error of either library: a check in the adapter failed.
@@ -156,6 +158,7 @@ macro_rules! errno_from {
                     $lib::Error::ENOENT => Errno::ENOENT,
                     $lib::Error::EPROTONOSUPPORT => Errno::EPROTONOSUPPORT,
                     $lib::Error::ENOTSUP => Errno::ENOTSUP,
+                    $lib::Error::ENODEV => Errno::ENODEV,
                     other => Errno::Other(format!("{} ({})", other.message(), other.to_raw())),
                 }
             }

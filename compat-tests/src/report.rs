@@ -86,6 +86,9 @@ pub fn column_counts(scenarios: &[Scenario], runs: &[Run]) -> Vec<(String, [usiz
         .map(|&c| {
             let mut n = [0usize; 5];
             for (i, s) in scenarios.iter().enumerate() {
+                if !runs.iter().any(|r| r.scenario == i) {
+                    continue; // not selected in this run
+                }
                 let cell: Vec<&Run> = runs
                     .iter()
                     .filter(|r| r.scenario == i && r.column == c)

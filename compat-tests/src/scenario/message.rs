@@ -280,7 +280,7 @@ fn many_peers(p: &Pair, t: Transport) -> Outcome {
         d.send(format!("hello {i}").as_bytes(), 0)?;
         dealers.push(d);
     }
-    let mut seen = vec![false; N];
+    let mut seen = [false; N];
     for _ in 0..N {
         let m = router.recv_parts(0)?;
         ensure!(m.len() == 2, "at ROUTER: {}", show(&m));
