@@ -181,6 +181,7 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
             crate::expect::Cols::FabriqA => "fabriq as side A".into(),
             crate::expect::Cols::FabriqB => "fabriq as side B".into(),
             crate::expect::Cols::AnyFabriq => "every column with fabriq".into(),
+            crate::expect::Cols::LibzmqB => "libzmq as side B".into(),
         };
         let ts = if e.transports.is_empty() {
             "all transports".to_string()
@@ -193,11 +194,15 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
         };
         let _ = writeln!(
             out,
-            "{}. **{}{}** — `{}`, {}, {}: {}",
+            "{}. **{}{}** — {}; {}; {}: {}",
             n + 1,
             e.why.name(),
             if e.intermittent { ", intermittent" } else { "" },
-            e.scenario,
+            e.scenarios
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
             cols,
             ts,
             e.reason
