@@ -571,6 +571,20 @@ pub fn poll_readable(socks: &[&Sock], ms: i64) -> Res<Vec<bool>> {
     }
 }
 
+/// Runs the library's `proxy` between two sockets of one implementation
+/// until their context is terminated (then it fails with ETERM).
+pub fn proxy(frontend: &Sock, backend: &Sock) -> Res<()> {
+    let what = || format!("{} proxy", frontend.imp().name());
+    match (&frontend.inner, &backend.inner) {
+        (Inner::Z(f), Inner::Z(b)) => zmq::proxy(f, b).map_err(|e| fail(e, what())),
+        (Inner::F(f), Inner::F(b)) => fabriq::proxy(f, b).map_err(|e| fail(e, what())),
+        _ => Err(fail(
+            Errno::Adapter("proxy over two implementations".into()),
+            what(),
+        )),
+    }
+}
+
 /// Monitor event numbers (the same in both libraries).
 pub mod event {
     /// CONNECTED.

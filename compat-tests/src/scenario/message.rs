@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::{link, recv_text, show, Outcome, Pair, Scenario, Sides, ALL, WIRE};
-use crate::adapter::{poll_readable, Errno, Kind, Transport, DONTWAIT, SNDMORE};
+use crate::adapter::{poll_readable, proxy, Ctx, Errno, Kind, Sock, Transport, DONTWAIT, SNDMORE};
 use crate::{ensure, ensure_eq};
 
 /// The scenarios of this group.
@@ -59,6 +59,20 @@ pub fn scenarios() -> Vec<Scenario> {
             transports: WIRE,
             sides: Sides::Two,
             run: many_peers,
+        },
+        Scenario {
+            name: "proxy_router_dealer",
+            about: "REQs and REPs through a ROUTER-DEALER proxy of side A's library",
+            transports: WIRE,
+            sides: Sides::Two,
+            run: proxy_router_dealer,
+        },
+        Scenario {
+            name: "proxy_xsub_xpub",
+            about: "PUB and SUB through an XSUB-XPUB proxy; subscriptions travel upstream",
+            transports: WIRE,
+            sides: Sides::Two,
+            run: proxy_xsub_xpub,
         },
         Scenario {
             name: "poll_in_out",
@@ -461,4 +475,125 @@ fn identity_leading_zero(p: &Pair, t: Transport) -> Outcome {
     router.send_parts(&[&b"\0zero"[..], b"back"], 0)?;
     ensure_eq!(recv_text(&dealer)?, "back", "reply");
     Ok(())
+}
+
+/// A proxy of side A's library running in a thread, in a context of its
+/// own (terminating it stops the proxy).
+struct RunningProxy {
+    ctx: Option<Ctx>,
+    front: String,
+    back: String,
+    thread: Option<std::thread::JoinHandle<Outcome>>,
+}
+
+impl RunningProxy {
+    /// Binds a `front` and a `back` socket on `t` and starts the proxy.
+    fn start(p: &Pair, t: Transport, front: Kind, back: Kind) -> Result<RunningProxy, String> {
+        let ctx = Ctx::new(p.a);
+        let frontend = ctx.socket(front)?;
+        let backend = ctx.socket(back)?;
+        let front = frontend.bind_any(t)?;
+        let back = backend.bind_any(t)?;
+        let thread = std::thread::spawn(move || -> Outcome {
+            match proxy(&frontend, &backend) {
+                Err(f) if f.is(Errno::ETERM) => Ok(()),
+                other => Err(format!(
+                    "proxy ended with {other:?}, expected ETERM at term"
+                )),
+            }
+        });
+        Ok(RunningProxy {
+            ctx: Some(ctx),
+            front,
+            back,
+            thread: Some(thread),
+        })
+    }
+
+    /// Terminates the context; the proxy must end with ETERM.
+    fn stop(mut self) -> Outcome {
+        if let Some(ctx) = self.ctx.take() {
+            ctx.destroy()?;
+        }
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        thread
+            .join()
+            .map_err(|_| "proxy thread panicked".to_string())?
+    }
+}
+
+impl Drop for RunningProxy {
+    /// A scenario that fails early still stops its proxy (else the
+    /// context's termination would wait for it forever).
+    fn drop(&mut self) {
+        if let Some(ctx) = self.ctx.take() {
+            let _ = ctx.destroy();
+        }
+    }
+}
+
+fn proxy_router_dealer(p: &Pair, t: Transport) -> Outcome {
+    let px = RunningProxy::start(p, t, Kind::Router, Kind::Dealer)?;
+    let (front, back) = (px.front.clone(), px.back.clone());
+    let reps: Vec<Sock> = (0..2).map(|_| p.b(Kind::Rep)).collect::<Result<_, _>>()?;
+    for rep in &reps {
+        rep.connect(&back)?;
+    }
+    let reqs: Vec<Sock> = (0..3).map(|_| p.b(Kind::Req)).collect::<Result<_, _>>()?;
+    for req in &reqs {
+        req.connect(&front)?;
+    }
+    for round in 0..4 {
+        for (k, req) in reqs.iter().enumerate() {
+            req.send_parts(&[format!("q{k}.{round}").as_bytes(), b"tail"], 0)?;
+        }
+        // The workers answer whatever reaches them, by polling both.
+        let mut answered = 0;
+        let end = super::deadline(5000);
+        while answered < reqs.len() {
+            for rep in &reps {
+                if rep.poll_in(10)? {
+                    let q = rep.recv_parts(0)?;
+                    ensure!(
+                        q.len() == 2 && q[1] == b"tail",
+                        "request at REP: {}",
+                        show(&q)
+                    );
+                    let mut a = b"a".to_vec();
+                    a.extend_from_slice(&q[0][1..]);
+                    rep.send(&a, 0)?;
+                    answered += 1;
+                }
+            }
+            ensure!(
+                Instant::now() < end,
+                "round {round}: {answered} requests answered"
+            );
+        }
+        for (k, req) in reqs.iter().enumerate() {
+            ensure_eq!(recv_text(req)?, format!("a{k}.{round}"), "reply at REQ {k}");
+        }
+    }
+    drop((reps, reqs));
+    px.stop()
+}
+
+fn proxy_xsub_xpub(p: &Pair, t: Transport) -> Outcome {
+    let px = RunningProxy::start(p, t, Kind::XSub, Kind::XPub)?;
+    let (front, back) = (px.front.clone(), px.back.clone());
+    let publisher = p.b(Kind::Pub)?;
+    publisher.connect(&front)?;
+    let sub = p.b(Kind::Sub)?;
+    sub.set_subscribe(b"w")?;
+    sub.connect(&back)?;
+    super::sync_subscriber(&publisher, &sub)?;
+    for m in ["w1", "x1", "w2"] {
+        publisher.send(m.as_bytes(), 0)?;
+    }
+    ensure_eq!(recv_text(&sub)?, "w1", "first through the proxy");
+    ensure_eq!(recv_text(&sub)?, "w2", "second through the proxy");
+    drop((publisher, sub));
+    px.stop()
 }
