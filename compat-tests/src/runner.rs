@@ -4,7 +4,9 @@
 //! Environment:
 //! - `FABRIQ_COMPAT_FILTER=a,b`: only scenarios whose name contains one
 //!   of these (docs/compat.md is then left alone);
-//! - `FABRIQ_COMPAT_THREADS=N`: pool size (default 4).
+//! - `FABRIQ_COMPAT_THREADS=N`: pool size (default 4);
+//! - `FABRIQ_COMPAT_VERBOSE=1`: also print why each expected non-pass
+//!   failed this time.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,6 +60,18 @@ pub fn main() -> i32 {
             "  {name:14} cells {:3}  pass {:3}  expected non-pass {:2}  unexpected {:2}  n/a {:2}",
             n[0], n[1], n[2], n[3], n[4]
         );
+    }
+    if std::env::var_os("FABRIQ_COMPAT_VERBOSE").is_some() {
+        for r in runs.iter().filter(|r| r.as_expected()) {
+            if let matrix::Outcome::Fail(e) = &r.outcome {
+                println!(
+                    "  expected non-pass {} {} {}: {e}",
+                    all[r.scenario].name,
+                    r.column.name(),
+                    r.transport.name()
+                );
+            }
+        }
     }
     for r in runs.iter().filter(|r| !r.as_expected()) {
         problems.push(format!(

@@ -379,7 +379,9 @@ fn linger_zero_close_is_prompt(p: &Pair, t: Transport) -> Outcome {
     drop(push);
     ctx.destroy()?;
     let took = start.elapsed().as_millis();
-    ensure!(took < 1000, "close and term with LINGER 0 took {took} ms");
+    // Instant in both libraries; 2 s is a generous bound for a loaded
+    // machine, and a close that lingered would wait for ever.
+    ensure!(took < 2000, "close and term with LINGER 0 took {took} ms");
     Ok(())
 }
 
