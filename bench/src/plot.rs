@@ -216,13 +216,22 @@ fn latency(rows: &[&ScenarioResult], path: &Path, transport: Transport) -> Resul
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..4.2f64, (y0 / 1.5..y1 * 1.5).log_scale())
+        .build_cartesian_2d(0.0..4.0f64, (y0 / 1.5..y1 * 1.5).log_scale())
         .map_err(de)?;
     chart
         .configure_mesh()
         .x_desc("percentile")
         .y_desc("round trip (us)")
-        .x_label_formatter(&|x| format!("{}", 100.0 - 100.0 * 10f64.powf(-x)))
+        .x_labels(5)
+        .y_labels(12)
+        .x_label_formatter(&|x| match x.round() as i32 {
+            _ if (x - x.round()).abs() > 0.01 => String::new(),
+            0 => "0".into(),
+            1 => "90".into(),
+            2 => "99".into(),
+            3 => "99.9".into(),
+            n => format!("99.{}", "9".repeat(n as usize - 2)),
+        })
         .y_label_formatter(&|y| crate::table::num(*y))
         .draw()
         .map_err(de)?;

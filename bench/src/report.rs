@@ -257,6 +257,21 @@ pub fn render(
             c.mode
         );
     }
+    let short: Vec<&str> = results
+        .scenarios
+        .iter()
+        .filter(|s| s.scenario.reps < crate::scenario::required_reps(s.scenario.size))
+        .map(|s| s.key.as_str())
+        .collect();
+    if c.mode == Mode::Full && !short.is_empty() {
+        let _ = writeln!(
+            o,
+            "> **Preliminary:** {} of {} scenarios ran fewer repetitions than the method asks \
+             (10 for messages up to 256 B, 5 above).\n",
+            short.len(),
+            results.scenarios.len()
+        );
+    }
     if let Some(note) = &c.note {
         let _ = writeln!(o, "> **Note:** {note}\n");
     }
@@ -316,6 +331,8 @@ pub fn render(
          - Latency: REQ/REP round trips after warm-up, hdrhistogram, p50 / p99 / p99.9 in us.\n\
          - CPU us/msg = user+sys seconds of all workers (getrusage, over each one's timed \
          section) per million messages; RSS = the largest worker's peak (ru_maxrss).\n\
+         - Instructions per message (where `perf stat -e instructions` works): whole worker \
+         processes, start-up and warm-up included, divided by the timed messages.\n\
          - Figures are medians (min-max) over repetitions; ratios are medians (min-max) of \
          per-repetition ratios B/A, A'/A (the **A/A calibration**: libzmq against itself, \
          the noise band) and B/floor. A B/A inside the A/A band is not a result.\n\

@@ -224,6 +224,15 @@ fn default_sizes(mode: Mode, pattern: Pattern, transport: Transport) -> Vec<usiz
     }
 }
 
+/// Repetitions the method asks for: 10 for messages up to 256 B, else 5.
+pub fn required_reps(size: usize) -> usize {
+    if size <= 256 {
+        10
+    } else {
+        5
+    }
+}
+
 /// The scenarios a run measures, in order.
 pub fn plan(args: &RunArgs) -> Vec<Scenario> {
     let mode = args.mode();
@@ -262,7 +271,8 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                             _ => (if size > 65536 { 20 } else { 300 }, 10),
                         }
                     } else {
-                        let rate = estimated_rate(pattern, transport, size);
+                        // Subscribers share one CPU: each gets a share of it.
+                        let rate = estimated_rate(pattern, transport, size) / subs.max(1) as f64;
                         let count = (rate * trial_secs).round() as u64;
                         let count = count.clamp(20, 20_000_000);
                         let warm = match pattern {
@@ -274,8 +284,7 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                     let reps = args.reps.unwrap_or(match mode {
                         Mode::Smoke => 1,
                         Mode::Quick => 5,
-                        Mode::Full if size <= 256 => 10,
-                        Mode::Full => 5,
+                        Mode::Full => required_reps(size),
                     });
                     out.push(Scenario {
                         pattern,

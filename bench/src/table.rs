@@ -48,6 +48,13 @@ pub fn stdout_metrics(sr: &ScenarioResult) -> Vec<Metric> {
     };
     v.push(Metric::CpuPerMsg);
     v.push(Metric::PeakRss);
+    if sr.trials.iter().any(|t| {
+        t.metrics
+            .as_ref()
+            .is_some_and(|m| m.instructions_per_msg.is_some())
+    }) {
+        v.push(Metric::InstrPerMsg);
+    }
     v
 }
 
