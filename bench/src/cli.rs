@@ -66,6 +66,17 @@ pub enum Mode {
     Full,
 }
 
+/// How workers are pinned to CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pin {
+    /// Sending side on one CPU, receiving side on another.
+    Split,
+    /// Every side on the same CPU.
+    Same,
+    /// No pinning.
+    None,
+}
+
 /// Options of a benchmark run.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -99,9 +110,11 @@ pub struct RunArgs {
     /// Skip the A' (libzmq vs libzmq) calibration trial.
     #[arg(long)]
     pub no_calibration: bool,
-    /// Do not pin workers to CPUs.
-    #[arg(long)]
-    pub no_pin: bool,
+    /// CPU pinning: `split` puts senders/clients on the first allowed CPU
+    /// and receivers/servers on the second; `same` puts every side on the
+    /// first (the single-core latency picture); `none` does not pin.
+    #[arg(long, value_enum, default_value_t = Pin::Split)]
+    pub pin: Pin,
     /// Kill a trial's workers after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub deadline: Option<f64>,

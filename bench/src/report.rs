@@ -325,7 +325,8 @@ pub fn render(
         "- Warm-up: the sender sends warm-up messages until every receiver has seen one and \
          the runner says go; receivers start the clock at the first timed message and must \
          receive exactly the timed count with the right size, else the trial is an error \
-         (a worker silent for {:.0} s is killed and the trial is an error).\n\
+         (a receiver that waits 5 s for the next timed message reports the rest as lost, \
+         and a trial whose workers have not finished after {:.0} s is killed and is an error).\n\
          - Throughput is per receiver (PUB/SUB: mean over subscribers, each of which must get \
          every message); MB/s is payload bytes (1e6).\n\
          - Latency: REQ/REP round trips after warm-up, hdrhistogram, p50 / p99 / p99.9 in us.\n\

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{Mode, RunArgs};
+use crate::cli::{Mode, Pin, RunArgs};
 use crate::machine::Machine;
 use crate::results::{Metrics, Results, RunConfig, ScenarioResult, Trial, SCHEMA};
 use crate::scenario::{plan, Pattern, Scenario, Slot, Transport};
@@ -38,10 +38,14 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         return Err("the filters select no scenario".into());
     }
     let cpus = crate::sys::allowed_cpus();
-    let (sender_cpu, receiver_cpu, pinning) = if args.no_pin {
-        (None, None, "not pinned (--no-pin)".to_string())
-    } else {
-        match cpus.as_slice() {
+    let (sender_cpu, receiver_cpu, pinning) = match (args.pin, cpus.as_slice()) {
+        (Pin::None, _) => (None, None, "not pinned (--pin none)".to_string()),
+        (Pin::Same, [first, ..]) => (
+            Some(*first),
+            Some(*first),
+            format!("every side on CPU {first} (--pin same), for every implementation"),
+        ),
+        (Pin::Split, _) | (Pin::Same, []) => match cpus.as_slice() {
             [] => (
                 None,
                 None,
@@ -59,7 +63,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
                     "sender/client on CPU {a}, receiver/server on CPU {b}, for every implementation"
                 ),
             ),
-        }
+        },
     };
     let perf = if args.no_perf {
         Err("not available: disabled (--no-perf)".to_string())
@@ -169,6 +173,22 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         results.save(&args.out)?;
     }
     bar.finish_and_clear();
+    let failed_pins: Vec<String> = results
+        .scenarios
+        .iter()
+        .flat_map(|s| &s.trials)
+        .flat_map(|t| &t.workers)
+        .filter(|w| w.pinning.starts_with("pinning failed"))
+        .map(|w| w.pinning.clone())
+        .collect();
+    if let Some(first) = failed_pins.first() {
+        results.config.pinning = format!(
+            "{}; but {} worker(s) could not be pinned ({first})",
+            results.config.pinning,
+            failed_pins.len()
+        );
+        println!("warning: {}", results.config.pinning);
+    }
     let _ = std::fs::remove_dir_all(&ctx.scratch);
     results.config.wall_s = started.elapsed().as_secs_f64();
     results.save(&args.out)?;

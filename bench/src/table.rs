@@ -16,8 +16,10 @@ pub fn num(x: f64) -> String {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
-    } else {
+    } else if a >= 0.01 || a == 0.0 {
         format!("{x:.2}")
+    } else {
+        format!("{x:.1e}")
     }
 }
 
