@@ -23,6 +23,8 @@
 //! * [`plot`]: SVG plots;
 //! * [`report`]: writes `docs/performance.md`.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod machine;
 pub mod plot;
