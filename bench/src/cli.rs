@@ -10,7 +10,7 @@ Modes:
             PUSH/PULL inproc 64 B; 5 interleaved repetitions of short trials
   (none)    the full run: PUSH/PULL 8 B..1 MiB and PUB/SUB (1 and 4
             subscribers) and REQ/REP 1 B, 1 KiB, 64 KiB over tcp, ipc, inproc;
-            >= 5 repetitions (>= 10 for messages <= 256 B); about 15-20 minutes
+            >= 5 repetitions (>= 10 for messages <= 256 B); about 10-15 minutes
   --smoke   every scenario and implementation once with tiny counts (CI)
 
 Each repetition runs libzmq (A), fabriq (B), libzmq again (A', the A/A
