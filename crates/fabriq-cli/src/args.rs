@@ -194,6 +194,13 @@ pub enum Command {
     /// Connect a socket to an endpoint and print its events
     #[command(after_help = MONITOR_HELP)]
     Monitor(MonitorArgs),
+    /// Benchmark fabriq against libzmq and a raw floor (`fabriq bench --help`)
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Bench {
+        /// Arguments for the benchmark (see `fabriq bench --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// Where the socket binds and connects.

@@ -34,6 +34,11 @@ use wake::Wake;
 fn main() -> ExitCode {
     // Usage errors exit with 2, --help and --version with 0.
     let cli = Cli::parse();
+    if let Command::Bench { args } = cli.command {
+        // The bench re-executes this binary as `fabriq bench worker ...`.
+        let argv = std::iter::once(std::ffi::OsString::from("fabriq bench")).chain(args);
+        return fabriq_bench::main(&["bench"], argv);
+    }
     let name = command_name(&cli.command);
     let wake = match Wake::new() {
         Ok(wake) => wake,
@@ -73,6 +78,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Xsub(_) => "xsub",
         Command::Proxy(_) => "proxy",
         Command::Monitor(_) => "monitor",
+        Command::Bench { .. } => "bench",
     }
 }
 
@@ -81,6 +87,7 @@ fn dispatch(command: Command, wake: &Wake) -> Result<Ending, CliError> {
     let spec = match command {
         Command::Proxy(a) => return proxy::run(&a, wake),
         Command::Monitor(a) => return monitor::run(&a, wake),
+        Command::Bench { .. } => unreachable!("bench is run before dispatch"),
         Command::Pub(a) => Spec {
             prefix: a.topic,
             load: Some(a.load),

@@ -1,0 +1,162 @@
+//! The bench command line (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Modes:
+  --quick   about a minute: PUSH/PULL tcp 64 B, 1 KiB, 64 KiB, REQ/REP tcp 1 B,
+            PUSH/PULL inproc 64 B; 5 interleaved repetitions of short trials
+  (none)    the full run: PUSH/PULL 8 B..1 MiB and PUB/SUB (1 and 4
+            subscribers) and REQ/REP 1 B, 1 KiB, 64 KiB over tcp, ipc, inproc;
+            >= 5 repetitions (>= 10 for messages <= 256 B); about 10-15 minutes
+  --smoke   every scenario and implementation once with tiny counts (CI)
+
+Each repetition runs libzmq (A), fabriq (B), libzmq again (A', the A/A
+calibration) and the raw floor, each side in its own process, sender/client
+pinned to one CPU and receiver/server to another.
+
+Examples:
+  fabriq-bench --quick
+  fabriq-bench --pattern pushpull --transport tcp --sizes 64,1024 --reps 10
+  fabriq-bench --out /tmp/r.json && fabriq-bench report /tmp/r.json
+  fabriq bench --quick          # the same, through the fabriq CLI";
+
+/// `fabriq-bench`: fabriq vs libzmq vs a raw byte-stream floor.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fabriq-bench",
+    version,
+    about = "fabriq vs libzmq vs a raw floor: throughput, latency, CPU and memory, interleaved",
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
+pub struct BenchCli {
+    /// `report` or the hidden worker; none runs the benchmark.
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+    /// Options of a benchmark run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Regenerate docs/performance.md (and its plots) from a results JSON.
+    Report(ReportArgs),
+    /// Internal: one side of a trial (started by the runner).
+    #[command(hide = true)]
+    Worker {
+        /// The worker's spec, as JSON.
+        spec: String,
+    },
+}
+
+/// Run size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Every scenario, tiny counts, one repetition.
+    Smoke,
+    /// A representative subset, short trials (about a minute).
+    Quick,
+    /// Everything.
+    Full,
+}
+
+/// How workers are pinned to CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pin {
+    /// Sending side on one CPU, receiving side on another.
+    Split,
+    /// Every side on the same CPU.
+    Same,
+    /// No pinning.
+    None,
+}
+
+/// Options of a benchmark run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Quick mode: a representative subset in about a minute.
+    #[arg(long, conflicts_with = "smoke")]
+    pub quick: bool,
+    /// Smoke mode: every scenario and implementation once, tiny counts.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Only these patterns (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "PATTERN")]
+    pub pattern: Vec<crate::scenario::Pattern>,
+    /// Only these transports (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "TRANSPORT")]
+    pub transport: Vec<crate::scenario::Transport>,
+    /// Message sizes in bytes, replacing the mode's list (e.g. 64,1024).
+    #[arg(long, value_delimiter = ',', value_name = "BYTES")]
+    pub sizes: Vec<usize>,
+    /// PUB/SUB subscriber counts, replacing the mode's list (e.g. 1,4).
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    pub subs: Vec<usize>,
+    /// Repetitions (interleaved A B A' floor); default: the mode's.
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+    /// Target duration of one trial in seconds (sets the message counts).
+    #[arg(long, value_name = "SECONDS")]
+    pub trial_secs: Option<f64>,
+    /// Skip the raw floor.
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Skip the A' (libzmq vs libzmq) calibration trial.
+    #[arg(long)]
+    pub no_calibration: bool,
+    /// CPU pinning: `split` puts senders/clients on the first allowed CPU
+    /// and receivers/servers on the second; `same` puts every side on the
+    /// first (the single-core latency picture); `none` does not pin.
+    #[arg(long, value_enum, default_value_t = Pin::Split)]
+    pub pin: Pin,
+    /// Kill a trial's workers after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub deadline: Option<f64>,
+    /// Where to write the results JSON (plots go beside it).
+    #[arg(long, value_name = "PATH", default_value = "target/bench/results.json")]
+    pub out: PathBuf,
+    /// Do not write SVG plots.
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Do not count instructions with `perf stat` even where it works.
+    #[arg(long)]
+    pub no_perf: bool,
+    /// A note stored with the results and shown by `report`.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+}
+
+impl RunArgs {
+    /// The mode the flags select.
+    pub fn mode(&self) -> Mode {
+        if self.smoke {
+            Mode::Smoke
+        } else if self.quick {
+            Mode::Quick
+        } else {
+            Mode::Full
+        }
+    }
+}
+
+/// Options of `report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The results JSON of a run.
+    pub results: PathBuf,
+    /// The Markdown file to write.
+    #[arg(long, default_value = "docs/performance.md")]
+    pub out: PathBuf,
+    /// Directory for the plots (default: `perf/` beside --out).
+    #[arg(long)]
+    pub plots: Option<PathBuf>,
+    /// The hand-written "What each optimisation bought" section, included verbatim.
+    #[arg(long, default_value = "bench/notes/optimisations.md")]
+    pub notes: PathBuf,
+}

@@ -1,0 +1,78 @@
+//! fabriq-bench: fabriq measured side by side with libzmq and with a raw
+//! byte-stream floor, in one run, interleaved.
+//!
+//! One library, two front doors: the `fabriq-bench` binary and the
+//! `fabriq bench` subcommand both call [`main`]. A run re-executes the
+//! current executable as hidden `worker` processes (one per side, pinned
+//! to its own CPU), collects one JSON line from each, and writes a table
+//! on stdout, every raw trial to a JSON file and SVG plots beside it.
+//! `report` turns such a JSON file into `docs/performance.md`.
+//!
+//! Modules, by what they hold:
+//! * [`cli`]: the command line;
+//! * [`scenario`]: what is measured (patterns, transports, sizes, counts);
+//! * [`runner`]: the orchestrator: spawns workers, interleaves A B A' floor;
+//! * [`worker`]: the worker processes' entry point and protocol;
+//! * [`zmqlike`]: libzmq and fabriq sides (one source for both APIs);
+//! * [`raw`]: the raw TCP / Unix-stream floor;
+//! * [`sys`]: CPU pinning, rusage, perf;
+//! * [`stats`]: medians, per-pair ratios, the A/A band;
+//! * [`results`]: the JSON results file;
+//! * [`machine`]: the machine description;
+//! * [`table`]: the stdout table;
+//! * [`plot`]: SVG plots;
+//! * [`report`]: writes `docs/performance.md`.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod machine;
+pub mod plot;
+pub mod raw;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod stats;
+pub mod sys;
+pub mod table;
+pub mod worker;
+pub mod zmqlike;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Runs the bench command line.
+///
+/// `self_args` are the arguments that make the current executable run the
+/// bench again (empty for `fabriq-bench`, `["bench"]` for `fabriq`): workers
+/// are started as `current_exe self_args... worker SPEC`. `args` are the
+/// arguments after them, starting with the program name as clap expects.
+pub fn main<I, T>(self_args: &[&str], args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match cli::BenchCli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Some(cli::Sub::Worker { spec }) => return worker::main(&spec),
+        Some(cli::Sub::Report(args)) => report::run(&args),
+        None => runner::run(self_args, &cli.run),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fabriq-bench: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! `report`: docs/performance.md from a results JSON: machine, method,
+//! the full table with the A/A band, the plots, the targets (MET / MISSED
+//! / NOT MEASURED) and the hand-written optimisation history.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Mode, ReportArgs};
+use crate::results::{Results, ScenarioResult};
+use crate::scenario::{Pattern, Transport};
+use crate::stats::{errors, summarize, Metric, MetricSummary};
+use crate::table::{fig, ratio};
+
+/// Runs `report`.
+pub fn run(args: &ReportArgs) -> Result<(), String> {
+    let results = Results::load(&args.results)?;
+    let out_dir = args
+        .out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let plots = args.plots.clone().unwrap_or_else(|| out_dir.join("perf"));
+    let files = crate::plot::write_all(&results, &plots)?;
+    let rel = relative(&plots, &out_dir);
+    let notes = std::fs::read_to_string(&args.notes).ok();
+    let text = render(&results, &files, &rel, notes.as_deref(), &args.results);
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("create {}: {e}", out_dir.display()))?;
+    std::fs::write(&args.out, text).map_err(|e| format!("write {}: {e}", args.out.display()))?;
+    println!(
+        "wrote {} and {} plot(s) in {}",
+        args.out.display(),
+        files.len(),
+        plots.display()
+    );
+    Ok(())
+}
+
+/// `plots` relative to `base` when it is inside it, else as given.
+fn relative(plots: &Path, base: &Path) -> String {
+    plots
+        .strip_prefix(base)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| plots.display().to_string())
+}
+
+/// A target: a scope of scenarios, a metric, a ratio and a bound.
+struct Target {
+    text: &'static str,
+    metric: Metric,
+    vs_floor: bool,
+    at_least: bool,
+    bound: f64,
+    scope: fn(&ScenarioResult) -> bool,
+}
+
+fn tcp_small_throughput(s: &ScenarioResult) -> bool {
+    let sc = &s.scenario;
+    sc.is_throughput() && sc.transport == Transport::Tcp && (8..=256).contains(&sc.size)
+}
+
+fn tcp_large_throughput(s: &ScenarioResult) -> bool {
+    let sc = &s.scenario;
+    sc.is_throughput() && sc.transport == Transport::Tcp && (65536..=1 << 20).contains(&sc.size)
+}
+
+const TARGETS: &[Target] = &[
+    Target {
+        text: "PUSH/PULL and PUB/SUB over tcp, 8-256 B: >= 2.0x libzmq msg/s",
+        metric: Metric::MsgPerS,
+        vs_floor: false,
+        at_least: true,
+        bound: 2.0,
+        scope: tcp_small_throughput,
+    },
+    Target {
+        text: "PUSH/PULL and PUB/SUB over tcp, 64 KiB-1 MiB: >= 1.2x libzmq msg/s",
+        metric: Metric::MsgPerS,
+        vs_floor: false,
+        at_least: true,
+        bound: 1.2,
+        scope: tcp_large_throughput,
+    },
+    Target {
+        text: "PUSH/PULL and PUB/SUB over tcp, 64 KiB-1 MiB: >= 0.85x the raw TCP floor",
+        metric: Metric::MsgPerS,
+        vs_floor: true,
+        at_least: true,
+        bound: 0.85,
+        scope: tcp_large_throughput,
+    },
+    Target {
+        text: "REQ/REP round trip p50 over tcp, 1 B-1 KiB: <= 0.8x libzmq's time",
+        metric: Metric::P50,
+        vs_floor: false,
+        at_least: false,
+        bound: 0.8,
+        scope: |s| {
+            let sc = &s.scenario;
+            sc.pattern == Pattern::Reqrep && sc.transport == Transport::Tcp && sc.size <= 1024
+        },
+    },
+    Target {
+        text: "inproc PUSH/PULL, 8-1024 B: >= 1.5x libzmq msg/s",
+        metric: Metric::MsgPerS,
+        vs_floor: false,
+        at_least: true,
+        bound: 1.5,
+        scope: |s| {
+            let sc = &s.scenario;
+            sc.pattern == Pattern::Pushpull
+                && sc.transport == Transport::Inproc
+                && (8..=1024).contains(&sc.size)
+        },
+    },
+    Target {
+        text: "CPU per message <= 0.6x libzmq's (every scenario)",
+        metric: Metric::CpuPerMsg,
+        vs_floor: false,
+        at_least: false,
+        bound: 0.6,
+        scope: |_| true,
+    },
+    Target {
+        text: "peak RSS not above libzmq's (every scenario)",
+        metric: Metric::PeakRss,
+        vs_floor: false,
+        at_least: false,
+        bound: 1.0,
+        scope: |_| true,
+    },
+];
+
+/// Evaluates one target: (status, evidence).
+fn evaluate(t: &Target, results: &Results) -> (String, String) {
+    let mut rows = Vec::new();
+    let mut aa = Vec::new();
+    for sr in results.scenarios.iter().filter(|s| (t.scope)(s)) {
+        let s = summarize(sr, t.metric);
+        let r = if t.vs_floor {
+            s.b_over_floor
+        } else {
+            s.b_over_a
+        };
+        if let Some(r) = r {
+            rows.push((sr.key.clone(), r.median));
+        }
+        if let Some(band) = s.a2_over_a {
+            aa.push((band.min, band.max));
+        }
+    }
+    if rows.is_empty() {
+        return (
+            "NOT MEASURED".into(),
+            "no scenario of this scope in these results".into(),
+        );
+    }
+    let meets = |x: f64| {
+        if t.at_least {
+            x >= t.bound
+        } else {
+            x <= t.bound
+        }
+    };
+    let met = rows.iter().filter(|(_, r)| meets(*r)).count();
+    let worst = rows
+        .iter()
+        .cloned()
+        .reduce(|a, b| {
+            let a_worse = if t.at_least { a.1 <= b.1 } else { a.1 >= b.1 };
+            if a_worse {
+                a
+            } else {
+                b
+            }
+        })
+        .expect("non-empty");
+    let mut evidence = format!(
+        "{met} of {} scenario(s) meet it; worst {}: {:.2}x",
+        rows.len(),
+        worst.0,
+        worst.1
+    );
+    if !aa.is_empty() {
+        let lo = aa.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+        let hi = aa.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
+        let _ = write!(evidence, "; A/A band in scope {lo:.2}-{hi:.2}");
+        if t.metric != Metric::PeakRss && worst.1 >= lo && worst.1 <= hi {
+            evidence.push_str(" (worst case inside the noise band)");
+        }
+    }
+    let status = if met == rows.len() { "MET" } else { "MISSED" };
+    (status.into(), evidence)
+}
+
+fn metrics_for(sr: &ScenarioResult) -> Vec<Metric> {
+    let mut v = if sr.scenario.is_throughput() {
+        vec![Metric::MsgPerS, Metric::MbPerS]
+    } else {
+        vec![Metric::P50, Metric::P99, Metric::P999, Metric::MsgPerS]
+    };
+    v.extend([Metric::CpuPerMsg, Metric::PeakRss]);
+    if sr.trials.iter().any(|t| {
+        t.metrics
+            .as_ref()
+            .is_some_and(|m| m.instructions_per_msg.is_some())
+    }) {
+        v.push(Metric::InstrPerMsg);
+    }
+    v
+}
+
+fn row(out: &mut String, key: &str, metric: Metric, s: &MetricSummary, errs: usize) {
+    let label = match metric {
+        Metric::MsgPerS if key.starts_with("reqrep") => "round trips/s",
+        m => m.label(),
+    };
+    let _ = writeln!(
+        out,
+        "| {key} | {label} | {} | {} | {} | {} | {} | {} | {} |",
+        fig(s.a),
+        fig(s.b),
+        fig(s.floor),
+        ratio(s.b_over_a),
+        ratio(s.a2_over_a),
+        ratio(s.b_over_floor),
+        if errs > 0 {
+            errs.to_string()
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The Markdown text.
+pub fn render(
+    results: &Results,
+    plots: &[String],
+    plot_dir: &str,
+    notes: Option<&str>,
+    source: &Path,
+) -> String {
+    let m = &results.machine;
+    let c = &results.config;
+    let mut o = String::new();
+    let _ = writeln!(o, "# fabriq performance\n");
+    let _ = writeln!(
+        o,
+        "<!-- Generated by `fabriq-bench report {}`; edit bench/notes/optimisations.md, not this file. -->\n",
+        source.display()
+    );
+    if c.mode != Mode::Full {
+        let _ = writeln!(
+            o,
+            "> **Preliminary: a {:?} run** (fewer scenarios, repetitions or shorter trials \
+             than the full run). Treat every figure below as indicative only.\n",
+            c.mode
+        );
+    }
+    let short: Vec<&str> = results
+        .scenarios
+        .iter()
+        .filter(|s| s.scenario.reps < crate::scenario::required_reps(s.scenario.size))
+        .map(|s| s.key.as_str())
+        .collect();
+    if c.mode == Mode::Full && !short.is_empty() {
+        let _ = writeln!(
+            o,
+            "> **Preliminary:** {} of {} scenarios ran fewer repetitions than the method asks \
+             (10 for messages up to 256 B, 5 above).\n",
+            short.len(),
+            results.scenarios.len()
+        );
+    }
+    if let Some(note) = &c.note {
+        let _ = writeln!(o, "> **Note:** {note}\n");
+    }
+    if m.build_profile != "release" {
+        let _ = writeln!(
+            o,
+            "> **Warning:** a {} build was measured.\n",
+            m.build_profile
+        );
+    }
+    let _ = writeln!(o, "## Machine\n");
+    let _ = writeln!(o, "| | |\n|---|---|");
+    for (k, v) in [
+        ("date (UTC)", m.date.clone()),
+        ("CPU", m.cpu_model.clone()),
+        (
+            "CPUs online / usable",
+            format!("{} / {:?}", m.cpus_online, m.cpus),
+        ),
+        ("kernel", m.kernel.clone()),
+        ("rustc", m.rustc.clone()),
+        ("build", m.build_profile.clone()),
+        ("libzmq (zmq crate)", m.libzmq.clone()),
+        ("fabriq", format!("{} at {}", m.fabriq, m.git_commit)),
+        ("pinning", c.pinning.clone()),
+        ("instructions per message", c.perf.clone()),
+        (
+            "mode / wall time",
+            format!("{:?} / {:.0} s", c.mode, c.wall_s),
+        ),
+        ("command", c.command_line.join(" ")),
+    ] {
+        let _ = writeln!(o, "| {k} | {} |", v.replace('|', "\\|"));
+    }
+    let _ = writeln!(o, "\n## Method\n");
+    let _ = writeln!(
+        o,
+        "One run measures everything side by side. Each repetition runs, in this order, \
+         **A** = libzmq (the `zmq` crate), **B** = fabriq, **A'** = libzmq again, and the \
+         **raw floor** (a plain TCP stream on loopback for tcp, a Unix stream socket for ipc: \
+         the sender writes the messages' bytes in 256 KiB writes, the receiver counts bytes / size; \
+         REQ/REP's floor is a ping-pong of the same sizes). Each side is its own process \
+         ({}), started by re-executing the bench binary; inproc runs both sides as threads \
+         of one process, pinned the same way. libzmq and fabriq run the *same* source \
+         (one macro, two crates): `send(&[u8])` and `recv(&mut Message)`, HWM 1000 for \
+         PUSH/PULL, 0 (unbounded) for PUB/SUB so no subscriber drops.\n",
+        c.pinning
+    );
+    let _ = writeln!(
+        o,
+        "- Warm-up: the sender sends warm-up messages until every receiver has seen one and \
+         the runner says go; receivers start the clock at the first timed message and must \
+         receive exactly the timed count with the right size, else the trial is an error \
+         (a receiver that waits 5 s for the next timed message reports the rest as lost, \
+         and a trial whose workers have not finished after {:.0} s is killed and is an error).\n\
+         - Throughput is per receiver (PUB/SUB: mean over subscribers, each of which must get \
+         every message); MB/s is payload bytes (1e6).\n\
+         - Latency: REQ/REP round trips after warm-up, hdrhistogram, p50 / p99 / p99.9 in us.\n\
+         - CPU us/msg = user+sys seconds of all workers (getrusage, over each one's timed \
+         section) per million messages; RSS = the largest worker's peak (ru_maxrss).\n\
+         - Instructions per message (where `perf stat -e instructions` works): whole worker \
+         processes, start-up and warm-up included, divided by the timed messages.\n\
+         - Figures are medians (min-max) over repetitions; ratios are medians (min-max) of \
+         per-repetition ratios B/A, A'/A (the **A/A calibration**: libzmq against itself, \
+         the noise band) and B/floor. A B/A inside the A/A band is not a result.\n\
+         - Higher is better for msg/s and MB/s; lower for latency, CPU and RSS.\n",
+        c.deadline_s
+    );
+    let _ = writeln!(o, "{}\n", crate::table::aa_band(results).join(" "));
+
+    let _ = writeln!(o, "## Results\n");
+    let _ = writeln!(
+        o,
+        "| scenario | metric | A libzmq | B fabriq | raw floor | B/A | A'/A | B/floor | errors |\n\
+         |---|---|---|---|---|---|---|---|---|"
+    );
+    for sr in &results.scenarios {
+        let errs = errors(sr);
+        for (i, metric) in metrics_for(sr).into_iter().enumerate() {
+            let key = if i == 0 {
+                format!(
+                    "{} ({} msgs x {} reps)",
+                    sr.key, sr.scenario.count, sr.scenario.reps
+                )
+            } else {
+                String::new()
+            };
+            row(
+                &mut o,
+                &key,
+                metric,
+                &summarize(sr, metric),
+                if i == 0 { errs } else { 0 },
+            );
+        }
+    }
+    let failed: Vec<String> = results
+        .scenarios
+        .iter()
+        .flat_map(|sr| {
+            sr.trials.iter().filter(|t| !t.ok).map(move |t| {
+                format!(
+                    "- {} rep {} {:?}: {}",
+                    sr.key,
+                    t.rep,
+                    t.slot,
+                    t.error.as_deref().unwrap_or("?")
+                )
+            })
+        })
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nFailed trials (not in the figures):\n\n{}",
+            failed.join("\n")
+        );
+    }
+
+    let _ = writeln!(o, "\n## Plots\n");
+    if plots.is_empty() {
+        let _ = writeln!(o, "No plots: too few sizes in these results.");
+    }
+    for p in plots {
+        let _ = writeln!(o, "![{p}]({plot_dir}/{p})\n");
+    }
+
+    let _ = writeln!(o, "## Targets\n");
+    let _ = writeln!(
+        o,
+        "Each target is judged on the median per-repetition ratio of every scenario in its \
+         scope in these results: MET only if all of them meet it. NOT MEASURED means this \
+         run had no scenario in scope.\n"
+    );
+    let _ = writeln!(o, "| target | status | evidence |\n|---|---|---|");
+    for t in TARGETS {
+        let (status, evidence) = evaluate(t, results);
+        let _ = writeln!(o, "| {} | **{status}** | {evidence} |", t.text);
+    }
+
+    let _ = writeln!(o, "\n## What each optimisation bought\n");
+    let _ = writeln!(
+        o,
+        "<!-- Hand-written: kept verbatim from bench/notes/optimisations.md. -->\n"
+    );
+    match notes {
+        Some(n) => {
+            let _ = writeln!(o, "{}", n.trim_end());
+        }
+        None => {
+            let _ = writeln!(o, "_No notes yet (bench/notes/optimisations.md)._");
+        }
+    }
+    o
+}

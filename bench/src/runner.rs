@@ -1,0 +1,546 @@
+//! The orchestrator: plans the run, starts the workers of each trial,
+//! interleaves A (libzmq), B (fabriq), A' (libzmq again) and the floor in
+//! every repetition, and writes the table, the JSON and the plots.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::{Mode, Pin, RunArgs};
+use crate::machine::Machine;
+use crate::results::{Metrics, Results, RunConfig, ScenarioResult, Trial, SCHEMA};
+use crate::scenario::{plan, Pattern, Scenario, Slot, Transport};
+use crate::worker::{Role, WorkerReport, WorkerSpec};
+
+/// What every trial of a run shares.
+struct RunContext {
+    exe: PathBuf,
+    self_args: Vec<String>,
+    sender_cpu: Option<usize>,
+    receiver_cpu: Option<usize>,
+    perf: bool,
+    deadline: Duration,
+    stall_ms: u64,
+    scratch: PathBuf,
+}
+
+/// Runs the benchmark the arguments describe.
+pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let mode = args.mode();
+    let scenarios = plan(args);
+    if scenarios.is_empty() {
+        return Err("the filters select no scenario".into());
+    }
+    let cpus = crate::sys::allowed_cpus();
+    let (sender_cpu, receiver_cpu, pinning) = match (args.pin, cpus.as_slice()) {
+        (Pin::None, _) => (None, None, "not pinned (--pin none)".to_string()),
+        (Pin::Same, [first, ..]) => (
+            Some(*first),
+            Some(*first),
+            format!("every side on CPU {first} (--pin same), for every implementation"),
+        ),
+        (Pin::Split, _) | (Pin::Same, []) => match cpus.as_slice() {
+            [] => (
+                None,
+                None,
+                "not pinned: the affinity mask could not be read".to_string(),
+            ),
+            [only] => (
+                Some(*only),
+                Some(*only),
+                format!("one CPU only: every side on CPU {only} (both implementations)"),
+            ),
+            [a, b, ..] => (
+                Some(*a),
+                Some(*b),
+                format!(
+                    "sender/client on CPU {a}, receiver/server on CPU {b}, for every implementation"
+                ),
+            ),
+        },
+    };
+    let perf = if args.no_perf {
+        Err("not available: disabled (--no-perf)".to_string())
+    } else {
+        crate::sys::probe_perf().map_err(|e| format!("not available: {e}"))
+    };
+    let deadline = args.deadline.unwrap_or(match mode {
+        Mode::Full => 120.0,
+        Mode::Quick | Mode::Smoke => 60.0,
+    });
+    let scratch = std::env::temp_dir().join(format!("fabriq-bench-{}", std::process::id()));
+    let ctx = RunContext {
+        exe: std::env::current_exe().map_err(|e| format!("own executable: {e}"))?,
+        self_args: self_args.iter().map(|s| s.to_string()).collect(),
+        sender_cpu,
+        receiver_cpu,
+        perf: perf.is_ok(),
+        deadline: Duration::from_secs_f64(deadline),
+        stall_ms: 5000,
+        scratch,
+    };
+    if ctx.perf {
+        std::fs::create_dir_all(&ctx.scratch).map_err(|e| format!("scratch dir: {e}"))?;
+    }
+    let machine = Machine::describe();
+    let mut results = Results {
+        schema: SCHEMA,
+        machine,
+        config: RunConfig {
+            mode,
+            command_line: std::env::args().collect(),
+            note: args.note.clone(),
+            sender_cpu,
+            receiver_cpu,
+            pinning: pinning.clone(),
+            perf: perf
+                .clone()
+                .map(|()| "available".to_string())
+                .unwrap_or_else(|e| e),
+            calibration: !args.no_calibration,
+            floor: !args.no_floor,
+            deadline_s: deadline,
+            wall_s: 0.0,
+        },
+        scenarios: Vec::new(),
+    };
+    let m = &results.machine;
+    println!(
+        "fabriq-bench ({mode:?} mode): fabriq {} ({}) vs libzmq {} vs raw floor; {}, {} CPUs, kernel {}, {} build",
+        m.fabriq, m.git_commit, m.libzmq, m.cpu_model, m.cpus_online, m.kernel, m.build_profile
+    );
+    println!(
+        "pinning: {pinning}; instructions/msg: {}",
+        results.config.perf
+    );
+    println!(
+        "each repetition: A = libzmq, B = fabriq, A' = libzmq again (A'/A = noise band), floor = raw stream; \
+         figures are medians (min-max) over repetitions, ratios are medians of per-repetition ratios"
+    );
+    if m.build_profile == "debug" {
+        println!("warning: debug build: figures mean nothing (use --release)");
+    }
+    println!("{}", crate::table::header());
+
+    let total: u64 = scenarios
+        .iter()
+        .map(|s| (s.reps * s.slots(!args.no_floor, !args.no_calibration).len()) as u64)
+        .sum();
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} trials, eta {eta} {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let mut failures = 0usize;
+    for sc in &scenarios {
+        let key = sc.key();
+        bar.set_message(key.clone());
+        let mut trials = Vec::new();
+        for rep in 0..sc.reps {
+            for slot in sc.slots(!args.no_floor, !args.no_calibration) {
+                let trial = run_trial(&ctx, sc, slot, rep);
+                if !trial.ok {
+                    failures += 1;
+                    let err = trial.error.as_deref().unwrap_or("?");
+                    bar.suspend(|| eprintln!("{key} rep {rep} {slot:?}: error: {err}"));
+                }
+                trials.push(trial);
+                bar.inc(1);
+            }
+        }
+        let result = ScenarioResult {
+            key,
+            scenario: sc.clone(),
+            trials,
+        };
+        bar.suspend(|| {
+            for line in crate::table::rows(&result) {
+                println!("{line}");
+            }
+        });
+        results.scenarios.push(result);
+        results.config.wall_s = started.elapsed().as_secs_f64();
+        // Saved after every scenario, so an interrupted run keeps its data.
+        results.save(&args.out)?;
+    }
+    bar.finish_and_clear();
+    let failed_pins: Vec<String> = results
+        .scenarios
+        .iter()
+        .flat_map(|s| &s.trials)
+        .flat_map(|t| &t.workers)
+        .filter(|w| w.pinning.starts_with("pinning failed"))
+        .map(|w| w.pinning.clone())
+        .collect();
+    if let Some(first) = failed_pins.first() {
+        results.config.pinning = format!(
+            "{}; but {} worker(s) could not be pinned ({first})",
+            results.config.pinning,
+            failed_pins.len()
+        );
+        println!("warning: {}", results.config.pinning);
+    }
+    let _ = std::fs::remove_dir_all(&ctx.scratch);
+    results.config.wall_s = started.elapsed().as_secs_f64();
+    results.save(&args.out)?;
+    println!();
+    for line in crate::table::aa_band(&results) {
+        println!("{line}");
+    }
+    println!(
+        "results: {} ({} scenarios, {} trials, {:.1} s)",
+        args.out.display(),
+        results.scenarios.len(),
+        total,
+        results.config.wall_s
+    );
+    if !args.no_plots {
+        let dir = args
+            .out
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
+        match crate::plot::write_all(&results, &dir) {
+            Ok(files) if !files.is_empty() => println!("plots: {}", files.join(", ")),
+            Ok(_) => {}
+            Err(e) => eprintln!("plots: error: {e}"),
+        }
+    }
+    if failures > 0 {
+        return Err(format!(
+            "{failures} trial(s) failed (see errors above and in the JSON)"
+        ));
+    }
+    Ok(())
+}
+
+/// One running worker process.
+struct WorkerProc {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    perf_file: Option<PathBuf>,
+}
+
+impl WorkerProc {
+    fn spawn(ctx: &RunContext, spec: &WorkerSpec, name: String) -> Result<WorkerProc, String> {
+        let spec_json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let mut worker_args: Vec<String> = ctx.self_args.clone();
+        worker_args.push("worker".into());
+        worker_args.push(spec_json);
+        let (mut cmd, perf_file) = if ctx.perf {
+            let file = ctx.scratch.join(format!(
+                "perf-{}-{}.txt",
+                std::process::id(),
+                PERF_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            let mut cmd = Command::new("perf");
+            cmd.args(["stat", "-x,", "-e", "instructions", "-o"])
+                .arg(&file)
+                .arg("--")
+                .arg(&ctx.exe)
+                .args(&worker_args);
+            (cmd, Some(file))
+        } else {
+            let mut cmd = Command::new(&ctx.exe);
+            cmd.args(&worker_args);
+            (cmd, None)
+        };
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{name}: spawn {}: {e}", ctx.exe.display()))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err_pipe = child.stderr.take().expect("piped stderr");
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut s = sink.lock().expect("stderr lock");
+                if s.len() < 16 * 1024 {
+                    s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        });
+        Ok(WorkerProc {
+            name,
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            perf_file,
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        // Give the reader a moment to collect a dying worker's last words.
+        std::thread::sleep(Duration::from_millis(20));
+        let s = self.stderr.lock().expect("stderr lock");
+        let tail: Vec<&str> = s.lines().rev().take(3).collect();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (stderr: {})",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            )
+        }
+    }
+
+    fn next_line(&mut self, deadline: Instant, waiting_for: &str) -> Result<String, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "{}: deadline passed waiting for {waiting_for}: killed{}",
+                self.name,
+                self.stderr_tail()
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err(format!(
+                "{}: exited while we waited for {waiting_for}{}",
+                self.name,
+                self.stderr_tail()
+            )),
+        }
+    }
+
+    /// Waits for a line starting with `prefix`; a report line instead
+    /// means the worker failed, and says why.
+    fn expect(&mut self, prefix: &str, deadline: Instant) -> Result<String, String> {
+        let line = self.next_line(deadline, prefix)?;
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return Ok(rest.trim().to_string());
+        }
+        if line.starts_with('{') {
+            if let Ok(report) = serde_json::from_str::<WorkerReport>(&line) {
+                return Err(format!(
+                    "{}: {}",
+                    self.name,
+                    report.error.unwrap_or_else(|| "ended early".into())
+                ));
+            }
+        }
+        Err(format!("{}: expected {prefix}, got {line:?}", self.name))
+    }
+
+    fn tell(&mut self, command: &str) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("{}: cannot send {command}: {e}", self.name))
+    }
+
+    /// Reads the final report and waits for the exit.
+    fn report(&mut self, deadline: Instant) -> Result<WorkerReport, String> {
+        let line = self.next_line(deadline, "the report")?;
+        let mut report: WorkerReport = serde_json::from_str(&line)
+            .map_err(|e| format!("{}: bad report {line:?}: {e}", self.name))?;
+        if !report.ok {
+            return Err(format!(
+                "{}: {}{}",
+                self.name,
+                report.error.unwrap_or_default(),
+                self.stderr_tail()
+            ));
+        }
+        self.stdin = None;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    return Err(format!("{}: did not exit after its report", self.name))
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => return Err(format!("{}: wait: {e}", self.name)),
+            }
+        }
+        if let Some(file) = &self.perf_file {
+            report.instructions = crate::sys::read_perf_file(file);
+            let _ = std::fs::remove_file(file);
+        }
+        Ok(report)
+    }
+}
+
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        // Only our own child: killed if still running (a failed trial).
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+static PERF_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Runs one trial: one implementation, one repetition of a scenario.
+fn run_trial(ctx: &RunContext, sc: &Scenario, slot: Slot, rep: usize) -> Trial {
+    let start = Instant::now();
+    let implementation = slot.implementation();
+    let result = run_workers(ctx, sc, slot);
+    let wall_s = start.elapsed().as_secs_f64();
+    match result {
+        Ok(workers) => {
+            let metrics = metrics(sc, &workers);
+            Trial {
+                rep,
+                slot,
+                implementation,
+                ok: true,
+                error: None,
+                metrics: Some(metrics),
+                workers,
+                wall_s,
+            }
+        }
+        Err(error) => Trial {
+            rep,
+            slot,
+            implementation,
+            ok: false,
+            error: Some(error),
+            metrics: None,
+            workers: Vec::new(),
+            wall_s,
+        },
+    }
+}
+
+fn spec(
+    ctx: &RunContext,
+    sc: &Scenario,
+    slot: Slot,
+    role: Role,
+    endpoints: Vec<String>,
+) -> WorkerSpec {
+    let cpu = match role {
+        Role::Sender | Role::Client | Role::Inproc => ctx.sender_cpu,
+        Role::Receiver | Role::Server => ctx.receiver_cpu,
+    };
+    WorkerSpec {
+        role,
+        implementation: slot.implementation(),
+        scenario: sc.clone(),
+        endpoints,
+        cpu,
+        cpu_peer: ctx.receiver_cpu,
+        stall_ms: ctx.stall_ms,
+    }
+}
+
+/// Starts the workers of one trial, drives the go/done protocol, and
+/// returns their reports (the sending side first).
+fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<WorkerReport>, String> {
+    let deadline = Instant::now() + ctx.deadline;
+    let imp = slot.implementation().name();
+    if sc.transport == Transport::Inproc {
+        let spec = spec(ctx, sc, slot, Role::Inproc, Vec::new());
+        let mut w = WorkerProc::spawn(ctx, &spec, format!("{imp} inproc worker"))?;
+        return Ok(vec![w.report(deadline)?]);
+    }
+    let reqrep = sc.pattern == Pattern::Reqrep;
+    let (bind_role, connect_role) = if reqrep {
+        (Role::Server, Role::Client)
+    } else {
+        (Role::Receiver, Role::Sender)
+    };
+    let n = if sc.pattern == Pattern::Pubsub {
+        sc.subs
+    } else {
+        1
+    };
+    let mut binders = Vec::new();
+    let mut endpoints = Vec::new();
+    for i in 0..n {
+        let spec = spec(ctx, sc, slot, bind_role, Vec::new());
+        let mut w = WorkerProc::spawn(
+            ctx,
+            &spec,
+            format!("{imp} {bind_role:?} {i}").to_lowercase(),
+        )?;
+        endpoints.push(w.expect("BOUND ", deadline)?);
+        binders.push(w);
+    }
+    let spec = spec(ctx, sc, slot, connect_role, endpoints);
+    let mut conn = WorkerProc::spawn(ctx, &spec, format!("{imp} {connect_role:?}").to_lowercase())?;
+    if !reqrep {
+        for b in &mut binders {
+            b.expect("READY", deadline)?;
+        }
+        conn.tell("go")?;
+    }
+    let mut reports = Vec::new();
+    for b in &mut binders {
+        reports.push(b.report(deadline)?);
+    }
+    if !reqrep {
+        conn.tell("done")?;
+    }
+    reports.insert(0, conn.report(deadline)?);
+    Ok(reports)
+}
+
+/// The trial's figures from its workers' reports.
+fn metrics(sc: &Scenario, workers: &[WorkerReport]) -> Metrics {
+    let rates: Vec<f64> = workers
+        .iter()
+        .flat_map(|w| match w.role {
+            Role::Receiver => vec![w.outcome.rate],
+            Role::Inproc if !w.outcome.per_receiver_rates.is_empty() => {
+                w.outcome.per_receiver_rates.clone()
+            }
+            Role::Client | Role::Inproc => vec![w.outcome.rate],
+            Role::Sender | Role::Server => Vec::new(),
+        })
+        .collect();
+    let msg_per_s = if rates.is_empty() {
+        0.0
+    } else {
+        rates.iter().sum::<f64>() / rates.len() as f64
+    };
+    let latency = workers.iter().find_map(|w| w.outcome.latency.clone());
+    let cpu_s: f64 = workers
+        .iter()
+        .map(|w| w.outcome.usage.user_s + w.outcome.usage.sys_s)
+        .sum();
+    let instructions: Option<u64> = workers.iter().map(|w| w.instructions).sum();
+    Metrics {
+        messages: sc.count,
+        msg_per_s,
+        mb_per_s: msg_per_s * sc.size as f64 / 1e6,
+        per_receiver_msg_per_s: rates,
+        latency,
+        cpu_s,
+        cpu_us_per_msg: cpu_s / sc.count as f64 * 1e6,
+        peak_rss_kb: workers.iter().map(|w| w.maxrss_kb).max().unwrap_or(0),
+        instructions_per_msg: instructions.map(|i| i as f64 / sc.count as f64),
+    }
+}

@@ -1,0 +1,130 @@
+//! The readable table on stdout (and the number formats the report shares).
+
+use crate::results::{Results, ScenarioResult};
+use crate::stats::{errors, summarize, Metric, MetricSummary, Spread};
+
+/// Formats a figure compactly: 3.41M, 612k, 22.1k, 850, 12.3.
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.01 || a == 0.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// `median (min-max)` of figures.
+pub fn fig(s: Option<Spread>) -> String {
+    match s {
+        Some(s) if s.n > 1 => format!("{} ({}-{})", num(s.median), num(s.min), num(s.max)),
+        Some(s) => num(s.median),
+        None => "-".to_string(),
+    }
+}
+
+/// `median (min-max)` of ratios.
+pub fn ratio(s: Option<Spread>) -> String {
+    match s {
+        Some(s) if s.n > 1 => format!("{:.2} ({:.2}-{:.2})", s.median, s.min, s.max),
+        Some(s) => format!("{:.2}", s.median),
+        None => "-".to_string(),
+    }
+}
+
+/// The metrics shown on stdout for a scenario.
+pub fn stdout_metrics(sr: &ScenarioResult) -> Vec<Metric> {
+    let mut v = if sr.scenario.is_throughput() {
+        vec![Metric::MsgPerS, Metric::MbPerS]
+    } else {
+        vec![Metric::P50, Metric::P99, Metric::P999]
+    };
+    v.push(Metric::CpuPerMsg);
+    v.push(Metric::PeakRss);
+    if sr.trials.iter().any(|t| {
+        t.metrics
+            .as_ref()
+            .is_some_and(|m| m.instructions_per_msg.is_some())
+    }) {
+        v.push(Metric::InstrPerMsg);
+    }
+    v
+}
+
+const W_KEY: usize = 22;
+const W_MET: usize = 10;
+const W_FIG: usize = 23;
+const W_RAT: usize = 17;
+
+/// The table's header line.
+pub fn header() -> String {
+    format!(
+        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        "scenario", "metric", "A libzmq", "B fabriq", "raw floor", "B/A", "A'/A (noise)", "B/floor"
+    )
+}
+
+fn row(key: &str, metric: Metric, s: &MetricSummary) -> String {
+    format!(
+        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        key,
+        metric.label(),
+        fig(s.a),
+        fig(s.b),
+        fig(s.floor),
+        ratio(s.b_over_a),
+        ratio(s.a2_over_a),
+        ratio(s.b_over_floor)
+    )
+}
+
+/// The table rows of one scenario.
+pub fn rows(sr: &ScenarioResult) -> Vec<String> {
+    let mut out: Vec<String> = stdout_metrics(sr)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| row(if i == 0 { &sr.key } else { "" }, m, &summarize(sr, m)))
+        .collect();
+    let n = errors(sr);
+    if n > 0 {
+        out.push(format!(
+            "{:<W_KEY$} {n} failed trial(s): not in the figures",
+            ""
+        ));
+    }
+    out
+}
+
+/// The A/A calibration over the whole run, in words.
+pub fn aa_band(results: &Results) -> Vec<String> {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for sr in &results.scenarios {
+        let metric = if sr.scenario.is_throughput() {
+            Metric::MsgPerS
+        } else {
+            Metric::P50
+        };
+        if let Some(s) = summarize(sr, metric).a2_over_a {
+            lo = lo.min(s.min);
+            hi = hi.max(s.max);
+        }
+    }
+    if lo.is_finite() {
+        vec![format!(
+            "A/A calibration (libzmq vs itself, msg/s and p50): per-repetition ratios {lo:.2}-{hi:.2}; \
+             a B/A ratio inside that band is not a result"
+        )]
+    } else {
+        vec!["A/A calibration: not measured".to_string()]
+    }
+}

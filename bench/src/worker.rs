@@ -1,0 +1,293 @@
+//! Worker processes: one side of a trial, started by the runner as
+//! `EXE [bench] worker SPEC_JSON`.
+//!
+//! Protocol on the worker's stdout, one line each: `BOUND ENDPOINT` once a
+//! receiving side is bound, `READY` once it has received warm-up traffic,
+//! and finally the [`WorkerReport`] as one JSON line. A sending side reads
+//! `go` (start the timed messages) and `done` (every receiver has them
+//! all: close) from stdin.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Impl, Scenario, Transport};
+use crate::sys::{pin_current_thread, Usage};
+
+/// What a worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Sends the messages (PUSH, PUB, raw writer); connects.
+    Sender,
+    /// Receives and counts them (PULL, SUB, raw reader); binds.
+    Receiver,
+    /// Sends requests and times round trips (REQ); connects.
+    Client,
+    /// Answers requests (REP); binds.
+    Server,
+    /// Both sides as threads of this one process (inproc).
+    Inproc,
+}
+
+/// Everything a worker needs, passed as one JSON argument.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// What this worker does.
+    pub role: Role,
+    /// Which implementation.
+    pub implementation: Impl,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Endpoints to connect to (sending sides).
+    pub endpoints: Vec<String>,
+    /// CPU for this process (inproc: for the sending thread).
+    pub cpu: Option<usize>,
+    /// CPU for the receiving threads of an inproc worker.
+    pub cpu_peer: Option<usize>,
+    /// A receiver that waits this long for the next timed message reports
+    /// the messages as lost.
+    pub stall_ms: u64,
+}
+
+/// Round-trip time percentiles, nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Fastest.
+    pub min_ns: u64,
+    /// Slowest.
+    pub max_ns: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// (percentile, value) points for CDF plots.
+    pub points: Vec<(f64, u64)>,
+}
+
+/// Percentiles kept for plots.
+pub const LATENCY_POINTS: &[f64] = &[
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0,
+];
+
+impl Latency {
+    /// Summarises a histogram of nanoseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        Latency {
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            min_ns: h.min(),
+            max_ns: h.max(),
+            mean_ns: h.mean(),
+            points: LATENCY_POINTS
+                .iter()
+                .map(|&p| (p, h.value_at_quantile(p / 100.0)))
+                .collect(),
+        }
+    }
+}
+
+/// A new histogram for round-trip times in nanoseconds (1 ns .. 100 s).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// What one side measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Timed messages (or round trips) handled.
+    pub messages: u64,
+    /// Timed payload bytes handled.
+    pub bytes: u64,
+    /// Duration of the timed section, seconds.
+    pub elapsed_s: f64,
+    /// Messages (round trips) per second over the timed section.
+    pub rate: f64,
+    /// CPU used over the timed section (this process, all threads).
+    pub usage: Usage,
+    /// Round trips (clients).
+    pub latency: Option<Latency>,
+    /// Each subscriber's (receiving thread's) rate, inproc.
+    pub per_receiver_rates: Vec<f64>,
+}
+
+/// One worker's report: its last line on stdout.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// What it did.
+    pub role: Role,
+    /// Whether it did it; else `error` says why.
+    pub ok: bool,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// Measurements (default when not ok).
+    pub outcome: Outcome,
+    /// Peak RSS of the whole process, KiB.
+    pub maxrss_kb: u64,
+    /// How the process was pinned.
+    pub pinning: String,
+    /// Instructions of the whole process (perf stat), filled by the runner.
+    #[serde(default)]
+    pub instructions: Option<u64>,
+}
+
+/// How a side synchronises with the others: through the runner (stdio) or
+/// through the other threads of an inproc worker.
+pub trait Gate: Sync {
+    /// A receiving side is bound at `endpoint`.
+    fn bound(&self, endpoint: &str);
+    /// A receiving side has seen warm-up traffic.
+    fn ready(&self);
+    /// Whether the timed section may start (non-blocking). Errors when the
+    /// runner has gone away.
+    fn go(&self) -> Result<bool, String>;
+    /// Waits until every receiver has all messages.
+    fn wait_done(&self) -> Result<(), String>;
+}
+
+/// The runner's gate: lines on stdout, commands on stdin.
+pub struct StdioGate {
+    commands: Mutex<Receiver<String>>,
+}
+
+impl StdioGate {
+    /// Starts reading commands from stdin.
+    pub fn new() -> StdioGate {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line.trim().to_string()).is_err() {
+                    break;
+                }
+            }
+        });
+        StdioGate {
+            commands: Mutex::new(rx),
+        }
+    }
+
+    fn say(line: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
+impl Default for StdioGate {
+    fn default() -> Self {
+        StdioGate::new()
+    }
+}
+
+impl Gate for StdioGate {
+    fn bound(&self, endpoint: &str) {
+        StdioGate::say(&format!("BOUND {endpoint}"));
+    }
+
+    fn ready(&self) {
+        StdioGate::say("READY");
+    }
+
+    fn go(&self) -> Result<bool, String> {
+        let rx = self.commands.lock().expect("gate lock");
+        match rx.try_recv() {
+            Ok(cmd) if cmd == "go" => Ok(true),
+            Ok(cmd) => Err(format!("unexpected command {cmd:?} before go")),
+            Err(mpsc::TryRecvError::Empty) => Ok(false),
+            Err(mpsc::TryRecvError::Disconnected) => Err("runner went away".into()),
+        }
+    }
+
+    fn wait_done(&self) -> Result<(), String> {
+        let rx = self.commands.lock().expect("gate lock");
+        match rx.recv_timeout(Duration::from_secs(3600)) {
+            Ok(cmd) if cmd == "done" => Ok(()),
+            Ok(cmd) => Err(format!("unexpected command {cmd:?} instead of done")),
+            Err(RecvTimeoutError::Timeout) => Err("no done from the runner".into()),
+            Err(RecvTimeoutError::Disconnected) => Err("runner went away".into()),
+        }
+    }
+}
+
+/// The endpoint a receiving side binds (`index`: which receiver).
+pub fn bind_endpoint(transport: Transport, index: usize) -> String {
+    match transport {
+        Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
+        Transport::Ipc => "ipc://*".to_string(),
+        Transport::Inproc => format!("inproc://fabriq-bench-{}-{index}", std::process::id()),
+    }
+}
+
+/// Sleep between warm-up bursts while waiting for `go`.
+pub const WARM_PAUSE: Duration = Duration::from_millis(1);
+
+/// Messages per warm-up burst: at most 100, at most ~256 KiB.
+pub fn warm_burst(size: usize) -> u64 {
+    (256 * 1024 / size.max(1)).clamp(1, 100) as u64
+}
+
+/// The worker entry point: runs the spec, prints the report, exits.
+pub fn main(spec_json: &str) -> ExitCode {
+    let spec: WorkerSpec = match serde_json::from_str(spec_json) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("fabriq-bench worker: bad spec: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let pinning = match spec.cpu {
+        None => "not pinned".to_string(),
+        Some(cpu) => match pin_current_thread(cpu) {
+            Ok(()) => format!("cpu {cpu}"),
+            Err(e) => format!("pinning failed: {e}"),
+        },
+    };
+    let gate = StdioGate::new();
+    let result = run_role(&spec, &gate);
+    let (ok, error, outcome) = match result {
+        Ok(outcome) => (true, None, outcome),
+        Err(e) => (false, Some(e), Outcome::default()),
+    };
+    let report = WorkerReport {
+        role: spec.role,
+        ok,
+        error,
+        outcome,
+        maxrss_kb: Usage::now().maxrss_kb,
+        pinning,
+        instructions: None,
+    };
+    let line = serde_json::to_string(&report).expect("report serialises");
+    StdioGate::say(&line);
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
+    use crate::zmqlike::{fabriq, libzmq};
+    match (spec.implementation, spec.role) {
+        (Impl::Raw, Role::Sender) => crate::raw::sender(spec, gate),
+        (Impl::Raw, Role::Receiver) => crate::raw::receiver(spec, gate),
+        (Impl::Raw, Role::Client) => crate::raw::client(spec),
+        (Impl::Raw, Role::Server) => crate::raw::server(spec, gate),
+        (Impl::Raw, Role::Inproc) => Err("the raw floor has no inproc variant".into()),
+        (Impl::Libzmq, Role::Inproc) => libzmq::inproc(spec),
+        (Impl::Fabriq, Role::Inproc) => fabriq::inproc(spec),
+        (Impl::Libzmq, role) => libzmq::process(spec, role, gate),
+        (Impl::Fabriq, role) => fabriq::process(spec, role, gate),
+    }
+}

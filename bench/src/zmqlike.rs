@@ -1,0 +1,475 @@
+//! The libzmq and fabriq sides of every scenario, from one source.
+//!
+//! fabriq's API has the shape of the `zmq` crate, so the same code is
+//! compiled twice by [`zmq_like!`]: once against `zmq` (libzmq), once
+//! against `fabriq`. Both send from a `&[u8]` and receive into a reused
+//! `Message`, as a program written for the `zmq` crate would.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::worker::Gate;
+
+/// The gate between the threads of an inproc worker.
+#[derive(Default)]
+pub struct InprocGate {
+    bound: AtomicUsize,
+    ready: AtomicUsize,
+    go: AtomicBool,
+    done: AtomicBool,
+    failed: AtomicBool,
+}
+
+impl InprocGate {
+    /// Waits until `n` receivers are bound (false if one failed).
+    pub fn wait_bound(&self, n: usize) -> bool {
+        self.wait(|g| g.bound.load(Ordering::Acquire) >= n)
+    }
+
+    /// Waits until `n` receivers are ready (false if one failed).
+    pub fn wait_ready(&self, n: usize) -> bool {
+        self.wait(|g| g.ready.load(Ordering::Acquire) >= n)
+    }
+
+    /// Lets the sender start the timed section.
+    pub fn set_go(&self) {
+        self.go.store(true, Ordering::Release);
+    }
+
+    /// Lets the sender close.
+    pub fn set_done(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// A side failed: waiters give up.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+        self.done.store(true, Ordering::Release);
+    }
+
+    fn wait(&self, cond: impl Fn(&InprocGate) -> bool) -> bool {
+        loop {
+            if cond(self) {
+                return true;
+            }
+            if self.failed.load(Ordering::Acquire) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+impl Gate for InprocGate {
+    fn bound(&self, _endpoint: &str) {
+        self.bound.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn ready(&self) {
+        self.ready.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn go(&self) -> Result<bool, String> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err("another thread failed".into());
+        }
+        Ok(self.go.load(Ordering::Acquire))
+    }
+
+    fn wait_done(&self) -> Result<(), String> {
+        if self.wait(|g| g.done.load(Ordering::Acquire)) && !self.failed.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err("another thread failed".into())
+        }
+    }
+}
+
+/// Generates one implementation module from the shared source.
+macro_rules! zmq_like {
+    ($name:ident, $krate:ident, $doc:literal) => {
+        #[doc = $doc]
+        pub mod $name {
+            use std::time::Instant;
+
+            use ::$krate as z;
+
+            use crate::scenario::{Pattern, Scenario};
+            use crate::sys::{pin_current_thread, Usage};
+            use crate::worker::{
+                bind_endpoint, new_histogram, warm_burst, Gate, Latency, Outcome, Role, WorkerSpec,
+                WARM_PAUSE,
+            };
+            use crate::zmqlike::InprocGate;
+
+            fn err(what: &str) -> impl Fn(z::Error) -> String + '_ {
+                move |e| format!("{what}: {e}")
+            }
+
+            /// Runs one side of a tcp or ipc trial in this process.
+            pub fn process(
+                spec: &WorkerSpec,
+                role: Role,
+                gate: &dyn Gate,
+            ) -> Result<Outcome, String> {
+                let ctx = z::Context::new();
+                let sc = &spec.scenario;
+                let ep = bind_endpoint(sc.transport, 0);
+                match role {
+                    Role::Sender => sender(&ctx, sc, &spec.endpoints, gate),
+                    Role::Receiver => receiver(&ctx, sc, &ep, spec.stall_ms, gate),
+                    Role::Client => client(&ctx, sc, &spec.endpoints[0]),
+                    Role::Server => server(&ctx, sc, &ep, gate),
+                    Role::Inproc => Err("inproc runs in one process".into()),
+                }
+            }
+
+            /// Sends warm-up messages until `go`, then the timed ones;
+            /// closes when the receivers are done.
+            pub fn sender(
+                ctx: &z::Context,
+                sc: &Scenario,
+                endpoints: &[String],
+                gate: &dyn Gate,
+            ) -> Result<Outcome, String> {
+                let kind = if sc.pattern == Pattern::Pubsub {
+                    z::PUB
+                } else {
+                    z::PUSH
+                };
+                let sock = ctx.socket(kind).map_err(err("socket"))?;
+                sock.set_sndhwm(sc.hwm()).map_err(err("sndhwm"))?;
+                sock.set_linger(0).map_err(err("linger"))?;
+                for ep in endpoints {
+                    sock.connect(ep).map_err(err("connect"))?;
+                }
+                let warm = vec![b'W'; sc.size];
+                let timed = vec![b'T'; sc.size];
+                let burst = warm_burst(sc.size);
+                let mut warm_sent = 0u64;
+                loop {
+                    for _ in 0..burst {
+                        sock.send(&warm[..], 0).map_err(err("send warm-up"))?;
+                    }
+                    warm_sent += burst;
+                    if warm_sent >= sc.warm {
+                        if gate.go()? {
+                            break;
+                        }
+                        std::thread::sleep(WARM_PAUSE);
+                    }
+                }
+                let before = Usage::now();
+                let start = Instant::now();
+                for _ in 0..sc.count {
+                    sock.send(&timed[..], 0).map_err(err("send"))?;
+                }
+                let elapsed_s = start.elapsed().as_secs_f64();
+                gate.wait_done()?;
+                let usage = Usage::now().since(&before);
+                drop(sock);
+                Ok(Outcome {
+                    messages: sc.count,
+                    bytes: sc.count * sc.size as u64,
+                    elapsed_s,
+                    rate: sc.count as f64 / elapsed_s,
+                    usage,
+                    ..Outcome::default()
+                })
+            }
+
+            /// Binds, skips warm-up messages, then times and checks
+            /// exactly `count` timed messages.
+            pub fn receiver(
+                ctx: &z::Context,
+                sc: &Scenario,
+                ep: &str,
+                stall_ms: u64,
+                gate: &dyn Gate,
+            ) -> Result<Outcome, String> {
+                let kind = if sc.pattern == Pattern::Pubsub {
+                    z::SUB
+                } else {
+                    z::PULL
+                };
+                let sock = ctx.socket(kind).map_err(err("socket"))?;
+                sock.set_rcvhwm(sc.hwm()).map_err(err("rcvhwm"))?;
+                sock.set_linger(0).map_err(err("linger"))?;
+                if sc.pattern == Pattern::Pubsub {
+                    sock.set_subscribe(b"").map_err(err("subscribe"))?;
+                }
+                sock.bind(ep).map_err(err("bind"))?;
+                let bound = sock
+                    .get_last_endpoint()
+                    .map_err(err("last endpoint"))?
+                    .map_err(|_| "endpoint not UTF-8".to_string())?;
+                gate.bound(&bound);
+                let mut msg = z::Message::new();
+                sock.recv(&mut msg, 0).map_err(err("recv warm-up"))?;
+                if msg.len() != sc.size || msg[0] != b'W' {
+                    return Err(format!(
+                        "first message: {} bytes, expected a {}-byte warm-up",
+                        msg.len(),
+                        sc.size
+                    ));
+                }
+                gate.ready();
+                sock.set_rcvtimeo(stall_ms as i32)
+                    .map_err(err("rcvtimeo"))?;
+                loop {
+                    match sock.recv(&mut msg, 0) {
+                        Ok(()) => {}
+                        Err(z::Error::EAGAIN) => continue,
+                        Err(e) => return Err(format!("recv warm-up: {e}")),
+                    }
+                    if msg.len() != sc.size {
+                        return Err(format!(
+                            "warm-up message of {} bytes, expected {}",
+                            msg.len(),
+                            sc.size
+                        ));
+                    }
+                    if msg[0] == b'T' {
+                        break;
+                    }
+                }
+                let before = Usage::now();
+                let start = Instant::now();
+                let mut got = 1u64;
+                while got < sc.count {
+                    match sock.recv(&mut msg, 0) {
+                        Ok(()) => {}
+                        Err(z::Error::EAGAIN) => {
+                            return Err(format!(
+                                "lost {} of {} messages (nothing for {stall_ms} ms)",
+                                sc.count - got,
+                                sc.count
+                            ))
+                        }
+                        Err(e) => return Err(format!("recv: {e}")),
+                    }
+                    if msg.len() != sc.size || msg[0] != b'T' {
+                        return Err(format!(
+                            "message {got}: {} bytes starting {:?}, expected {} bytes of 'T'",
+                            msg.len(),
+                            msg.first(),
+                            sc.size
+                        ));
+                    }
+                    got += 1;
+                }
+                let elapsed_s = start.elapsed().as_secs_f64();
+                let usage = Usage::now().since(&before);
+                Ok(Outcome {
+                    messages: got,
+                    bytes: got * sc.size as u64,
+                    elapsed_s,
+                    rate: (got - 1).max(1) as f64 / elapsed_s,
+                    usage,
+                    ..Outcome::default()
+                })
+            }
+
+            /// REQ: warm-up round trips, then timed ones into a histogram.
+            pub fn client(ctx: &z::Context, sc: &Scenario, ep: &str) -> Result<Outcome, String> {
+                let sock = ctx.socket(z::REQ).map_err(err("socket"))?;
+                sock.set_linger(0).map_err(err("linger"))?;
+                sock.connect(ep).map_err(err("connect"))?;
+                let payload = vec![b'R'; sc.size];
+                let mut msg = z::Message::new();
+                let mut hist = new_histogram();
+                let mut before = Usage::now();
+                let mut start = Instant::now();
+                for i in 0..sc.warm + sc.count {
+                    if i == sc.warm {
+                        before = Usage::now();
+                        start = Instant::now();
+                    }
+                    let t0 = Instant::now();
+                    sock.send(&payload[..], 0).map_err(err("send"))?;
+                    sock.recv(&mut msg, 0).map_err(err("recv"))?;
+                    let rtt = t0.elapsed().as_nanos() as u64;
+                    if msg.len() != sc.size {
+                        return Err(format!(
+                            "reply of {} bytes, expected {}",
+                            msg.len(),
+                            sc.size
+                        ));
+                    }
+                    if i >= sc.warm {
+                        hist.record(rtt.max(1))
+                            .map_err(|e| format!("histogram: {e}"))?;
+                    }
+                }
+                let elapsed_s = start.elapsed().as_secs_f64();
+                let usage = Usage::now().since(&before);
+                Ok(Outcome {
+                    messages: sc.count,
+                    bytes: 2 * sc.count * sc.size as u64,
+                    elapsed_s,
+                    rate: sc.count as f64 / elapsed_s,
+                    usage,
+                    latency: Some(Latency::from_histogram(&hist)),
+                    ..Outcome::default()
+                })
+            }
+
+            /// REP: answers exactly warm + count requests.
+            pub fn server(
+                ctx: &z::Context,
+                sc: &Scenario,
+                ep: &str,
+                gate: &dyn Gate,
+            ) -> Result<Outcome, String> {
+                let sock = ctx.socket(z::REP).map_err(err("socket"))?;
+                sock.set_linger(0).map_err(err("linger"))?;
+                sock.bind(ep).map_err(err("bind"))?;
+                let bound = sock
+                    .get_last_endpoint()
+                    .map_err(err("last endpoint"))?
+                    .map_err(|_| "endpoint not UTF-8".to_string())?;
+                gate.bound(&bound);
+                let reply = vec![b'A'; sc.size];
+                let mut msg = z::Message::new();
+                let mut before = Usage::now();
+                let mut start = Instant::now();
+                for i in 0..sc.warm + sc.count {
+                    sock.recv(&mut msg, 0).map_err(err("recv"))?;
+                    if i == sc.warm {
+                        before = Usage::now();
+                        start = Instant::now();
+                    }
+                    if msg.len() != sc.size {
+                        return Err(format!(
+                            "request of {} bytes, expected {}",
+                            msg.len(),
+                            sc.size
+                        ));
+                    }
+                    sock.send(&reply[..], 0).map_err(err("send"))?;
+                }
+                let elapsed_s = start.elapsed().as_secs_f64();
+                let usage = Usage::now().since(&before);
+                // Let the last reply leave before the socket closes.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                Ok(Outcome {
+                    messages: sc.count,
+                    bytes: 2 * sc.count * sc.size as u64,
+                    elapsed_s,
+                    rate: sc.count as f64 / elapsed_s,
+                    usage,
+                    ..Outcome::default()
+                })
+            }
+
+            /// Both sides as threads of this process: the sending side on
+            /// `spec.cpu`, the receiving side(s) on `spec.cpu_peer`.
+            pub fn inproc(spec: &WorkerSpec) -> Result<Outcome, String> {
+                let ctx = z::Context::new();
+                let sc = &spec.scenario;
+                let gate = InprocGate::default();
+                let receivers = if sc.pattern == Pattern::Reqrep {
+                    1
+                } else {
+                    sc.subs
+                };
+                let pin = |cpu: Option<usize>| {
+                    if let Some(cpu) = cpu {
+                        // Pinning failures were already reported for the main thread.
+                        let _ = pin_current_thread(cpu);
+                    }
+                };
+                let endpoints: Vec<String> = (0..receivers)
+                    .map(|i| bind_endpoint(sc.transport, i))
+                    .collect();
+                std::thread::scope(|s| {
+                    let peers: Vec<_> = (0..receivers)
+                        .map(|i| {
+                            let (ctx, gate) = (&ctx, &gate);
+                            s.spawn(move || {
+                                pin(spec.cpu_peer);
+                                let ep = bind_endpoint(sc.transport, i);
+                                let r = if sc.pattern == Pattern::Reqrep {
+                                    server(ctx, sc, &ep, gate)
+                                } else {
+                                    receiver(ctx, sc, &ep, spec.stall_ms, gate)
+                                };
+                                if r.is_err() {
+                                    gate.fail();
+                                }
+                                r
+                            })
+                        })
+                        .collect();
+                    let (ctx, gate, endpoints) = (&ctx, &gate, &endpoints);
+                    let main = s.spawn(move || {
+                        pin(spec.cpu);
+                        if !gate.wait_bound(receivers) {
+                            return Err("a receiver failed to bind".to_string());
+                        }
+                        let r = if sc.pattern == Pattern::Reqrep {
+                            client(ctx, sc, &endpoints[0])
+                        } else {
+                            sender(ctx, sc, endpoints, gate)
+                        };
+                        if r.is_err() {
+                            gate.fail();
+                        }
+                        r
+                    });
+                    let mut usage_start = None;
+                    if sc.pattern != Pattern::Reqrep && gate.wait_ready(receivers) {
+                        usage_start = Some(Usage::now());
+                        gate.set_go();
+                    }
+                    let mut rates = Vec::new();
+                    let mut first_err = None;
+                    let mut recv_outcome = None;
+                    for p in peers {
+                        match p
+                            .join()
+                            .map_err(|_| "receiver thread panicked".to_string())
+                            .and_then(|r| r)
+                        {
+                            Ok(o) => {
+                                rates.push(o.rate);
+                                recv_outcome.get_or_insert(o);
+                            }
+                            Err(e) => {
+                                first_err.get_or_insert(e);
+                            }
+                        }
+                    }
+                    let usage_end = Usage::now();
+                    gate.set_done();
+                    let sent = main
+                        .join()
+                        .map_err(|_| "sender thread panicked".to_string())
+                        .and_then(|r| r);
+                    if let Some(e) = first_err {
+                        return Err(e);
+                    }
+                    let sent = sent?;
+                    let recv_outcome = recv_outcome.ok_or("no receiver")?;
+                    if sc.pattern == Pattern::Reqrep {
+                        return Ok(sent);
+                    }
+                    let usage = usage_start.map(|u| usage_end.since(&u)).unwrap_or_default();
+                    Ok(Outcome {
+                        rate: rates.iter().sum::<f64>() / rates.len() as f64,
+                        per_receiver_rates: rates,
+                        usage,
+                        ..recv_outcome
+                    })
+                })
+            }
+        }
+    };
+}
+
+zmq_like!(libzmq, zmq, "libzmq through the `zmq` crate.");
+zmq_like!(
+    fabriq,
+    fabriq,
+    "fabriq sockets, with the same code as the libzmq side."
+);

@@ -1,0 +1,147 @@
+//! The bench in smoke size: every scenario and implementation runs once
+//! with tiny counts, the results JSON is complete and error-free, and
+//! `report` renders it. No timing is asserted: figures come from full runs.
+
+use std::process::Command;
+
+use clap::Parser;
+use fabriq_bench::cli::BenchCli;
+use fabriq_bench::results::Results;
+use fabriq_bench::scenario::plan;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fabriq-bench");
+
+#[test]
+fn smoke_run_covers_every_scenario_and_reports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("r.json");
+    let out = Command::new(BIN)
+        .args(["--smoke", "--no-perf", "--out"])
+        .arg(&json)
+        .output()
+        .expect("run fabriq-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("A'/A"), "{stdout}");
+
+    let results = Results::load(&json).expect("results JSON");
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--smoke"]).expect("args");
+    let expected = plan(&cli.run);
+    let keys: Vec<String> = results.scenarios.iter().map(|s| s.key.clone()).collect();
+    let want: Vec<String> = expected.iter().map(|s| s.key()).collect();
+    assert_eq!(keys, want);
+    for sr in &results.scenarios {
+        for slot in sr.scenario.slots(true, true) {
+            let trial = sr
+                .trials
+                .iter()
+                .find(|t| t.slot == slot)
+                .unwrap_or_else(|| panic!("{} has no {slot:?} trial", sr.key));
+            assert!(trial.ok, "{} {slot:?}: {:?}", sr.key, trial.error);
+            let m = trial.metrics.as_ref().expect("metrics");
+            assert!(
+                m.messages > 0 && m.msg_per_s > 0.0,
+                "{} {slot:?}: {m:?}",
+                sr.key
+            );
+            if !sr.scenario.is_throughput() {
+                assert!(
+                    m.latency.as_ref().is_some_and(|l| l.p50_ns > 0),
+                    "{}",
+                    sr.key
+                );
+            }
+            assert_eq!(
+                m.per_receiver_msg_per_s.len(),
+                if sr.scenario.is_throughput() {
+                    sr.scenario.subs
+                } else {
+                    1
+                },
+                "{}",
+                sr.key
+            );
+        }
+    }
+    assert!(!results.machine.libzmq.is_empty());
+
+    let md = dir.path().join("doc").join("perf.md");
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&json)
+        .arg("--out")
+        .arg(&md)
+        .arg("--notes")
+        .arg(dir.path().join("no-notes.md"))
+        .output()
+        .expect("run report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).expect("report written");
+    for heading in [
+        "## Machine",
+        "## Method",
+        "## Results",
+        "## Targets",
+        "## What each optimisation bought",
+    ] {
+        assert!(text.contains(heading), "missing {heading}");
+    }
+    assert!(
+        text.contains("Preliminary"),
+        "a smoke run is labelled preliminary"
+    );
+    let svg = std::fs::read_to_string(dir.path().join("doc/perf/throughput-pushpull-tcp.svg"))
+        .expect("plot written");
+    assert!(svg.contains("<text"), "plot has text");
+}
+
+#[test]
+fn filters_select_scenarios_and_an_empty_selection_is_an_error() {
+    let out = Command::new(BIN)
+        .args([
+            "--smoke",
+            "--pattern",
+            "reqrep",
+            "--subs",
+            "1",
+            "--sizes",
+            "1",
+            "--transport",
+            "inproc",
+            "--no-floor",
+            "--out",
+        ])
+        .arg(std::env::temp_dir().join(format!("fabriq-bench-filter-{}.json", std::process::id())))
+        .output()
+        .expect("run");
+    // reqrep/inproc/1 exists: this selects exactly one scenario and works.
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(BIN)
+        .args([
+            "--quick",
+            "--pattern",
+            "pubsub",
+            "--out",
+            "/nonexistent/never.json",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "quick mode has no pubsub scenario"
+    );
+}
