@@ -281,6 +281,11 @@ impl Queue {
         self.conflate.store(on, Ordering::Relaxed);
     }
 
+    /// Whether the queue keeps only its newest item.
+    pub(crate) fn is_conflate(&self) -> bool {
+        self.conflate.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_hwm(&self, hwm: usize) {
         self.hwm.store(hwm, Ordering::Relaxed);
     }

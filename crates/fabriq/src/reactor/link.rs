@@ -96,7 +96,10 @@ impl Link {
             return false;
         };
         let io = &mut *guard;
-        if !io.handshaken || io.connecting || io.ended.is_some() {
+        // A conflating socket wants the newest message of each burst,
+        // which the I/O thread's larger reads give it; reading here as
+        // bytes trickle in would hand it nearly every message.
+        if !io.handshaken || io.connecting || io.ended.is_some() || into.is_conflate() {
             return false;
         }
         let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
