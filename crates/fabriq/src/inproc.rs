@@ -209,7 +209,12 @@ pub(crate) fn disconnect(ctx: &Context, pipe: PipeId) {
             q.close_writer();
         }
         if let Some(q) = to_us.upgrade() {
+            // Drop what the binder sent us and mark its side gone too: our
+            // end of the pipe is then finished, and the pattern forgets it
+            // at its next look (close_writer raises our signal), as it
+            // does for a tcp connection that ends.
             q.close_reader();
+            q.close_writer();
         }
     }
 }

@@ -1560,6 +1560,64 @@ fn last_endpoint_unbind_and_disconnect() {
 }
 
 #[test]
+fn inproc_disconnect_stops_traffic_at_once() {
+    let ctx = zmq::Context::new();
+    let name = inproc("disconnect");
+    let pull = ctx.socket(zmq::PULL).unwrap();
+    pull.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    pull.bind(&name).unwrap();
+    let push = ctx.socket(zmq::PUSH).unwrap();
+    push.connect(&name).unwrap();
+    push.send("before", 0).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"before");
+    push.disconnect(&name).unwrap();
+    // No peer is left: the PUSH cannot send and says so at once.
+    assert_eq!(push.send("after", zmq::DONTWAIT), Err(zmq::Error::EAGAIN));
+    assert!(!push.get_events().unwrap().contains(zmq::POLLOUT));
+    pull.set_rcvtimeo(50).unwrap();
+    assert_eq!(pull.recv_bytes(0), Err(zmq::Error::EAGAIN));
+    // Connecting again makes a new, working pipe.
+    push.connect(&name).unwrap();
+    push.send("again", 0).unwrap();
+    pull.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"again");
+}
+
+#[test]
+fn ipc_rebind_at_once_keeps_the_new_socket_file() {
+    // The old listener goes away on the I/O thread some time after unbind;
+    // it must not remove the file a new socket has bound at the same path
+    // in the meantime. CLOSED says the old listener is gone.
+    let dir =
+        std::env::temp_dir().join(format!("fabriq-rebind-{}-{}", std::process::id(), unique()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.ipc");
+    let endpoint = format!("ipc://{}", path.display());
+    let ctx = zmq::Context::new();
+    for round in 0..20 {
+        let old = ctx.socket(zmq::PULL).unwrap();
+        let mon = monitor(&ctx, &old, "rebind");
+        old.bind(&endpoint).unwrap();
+        mon.expect(&[EV_LISTENING], "listening");
+        old.unbind(&endpoint).unwrap();
+        let new = ctx.socket(zmq::PULL).unwrap();
+        new.set_rcvtimeo(TIMEOUT_MS).unwrap();
+        new.bind(&endpoint).unwrap();
+        mon.expect(&[EV_CLOSED], "closed");
+        assert!(
+            path.exists(),
+            "round {round}: the new socket's file was removed"
+        );
+        let push = ctx.socket(zmq::PUSH).unwrap();
+        push.set_linger(0).unwrap();
+        push.connect(&endpoint).unwrap();
+        push.send("hello", 0).unwrap();
+        assert_eq!(new.recv_bytes(0).unwrap(), b"hello", "round {round}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn ipv6_loopback() {
     if let Err(e) = std::net::TcpListener::bind("[::1]:0") {
         println!("note: skipping ipv6_loopback, no IPv6 loopback here: {e}");

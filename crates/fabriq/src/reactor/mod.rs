@@ -408,9 +408,14 @@ impl EventLoop {
             Cmd::Unbind(token) => {
                 if let Some(mut l) = self.listeners.remove(&token) {
                     l.listener.deregister(self.poll.registry());
-                    l.socket
-                        .monitor
-                        .emit(Event::Closed, l.listener.raw_fd() as u32, &l.text);
+                    // As libzmq: CLOSED once the endpoint is free (the fd
+                    // closed and an ipc file removed), so a watcher may
+                    // bind it again.
+                    let fd = l.listener.raw_fd() as u32;
+                    let socket = l.socket.clone();
+                    let text = std::mem::take(&mut l.text);
+                    drop(l);
+                    socket.monitor.emit(Event::Closed, fd, &text);
                 }
                 let accepted: Vec<usize> = self
                     .sessions

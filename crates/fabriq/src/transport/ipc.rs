@@ -3,9 +3,11 @@
 
 use std::io;
 use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::endpoint::IpcAddr;
 use crate::error::{fail, Error, Result};
@@ -14,13 +16,45 @@ use crate::error::{fail, Error, Result};
 #[derive(Debug)]
 pub(crate) struct IpcListener {
     pub listener: mio::net::UnixListener,
-    file: Option<PathBuf>,
+    file: Option<SocketFile>,
+}
+
+/// The socket file a listener created, and which file it is: the listener
+/// is dropped later on the I/O thread, by which time a new socket may have
+/// been bound at the same path (a restarted peer, a rebind), and that one
+/// must not be unlinked.
+#[derive(Debug)]
+struct SocketFile {
+    path: PathBuf,
+    /// `(st_dev, st_ino)` of the file right after bind.
+    id: Option<(u64, u64)>,
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// Held while a socket file is replaced and bound, and while a listener
+/// checks and removes its file, so that within one process a listener
+/// dropped on the I/O thread never removes the file of a socket bound
+/// between its check and its unlink. (Another process rebinding the path
+/// at that very moment can still lose its file, as with libzmq, which
+/// removes the file without looking.)
+static SOCKET_FILES: Mutex<()> = Mutex::new(());
+
+fn lock_socket_files() -> MutexGuard<'static, ()> {
+    SOCKET_FILES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Drop for IpcListener {
     fn drop(&mut self) {
-        if let Some(path) = &self.file {
-            let _ = std::fs::remove_file(path);
+        if let Some(file) = &self.file {
+            let _guard = lock_socket_files();
+            if file.id.is_some() && file_id(&file.path) == file.id {
+                let _ = std::fs::remove_file(&file.path);
+            }
         }
     }
 }
@@ -42,6 +76,7 @@ pub(crate) fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
             finish(l, None, format!("ipc://@{}", String::from_utf8_lossy(name)))
         }
         IpcAddr::Path(path) => {
+            let _guard = lock_socket_files();
             // As libzmq does: a socket file left behind by an earlier run
             // is replaced.
             if std::fs::symlink_metadata(path)
@@ -56,7 +91,11 @@ pub(crate) fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
                     format!("cannot bind ipc://{}: {e}", path.display()),
                 )
             })?;
-            finish(l, Some(path.clone()), format!("ipc://{}", path.display()))
+            let file = SocketFile {
+                path: path.clone(),
+                id: file_id(path),
+            };
+            finish(l, Some(file), format!("ipc://{}", path.display()))
         }
         IpcAddr::Wildcard => {
             let path = std::env::temp_dir().join(format!(
@@ -71,7 +110,7 @@ pub(crate) fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
 
 fn finish(
     l: std::os::unix::net::UnixListener,
-    file: Option<PathBuf>,
+    file: Option<SocketFile>,
     text: String,
 ) -> Result<(IpcListener, String)> {
     l.set_nonblocking(true)
