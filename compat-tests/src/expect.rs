@@ -48,6 +48,8 @@ pub enum Cols {
     FabriqB,
     /// Every column in which fabriq takes part.
     AnyFabriq,
+    /// Every column in which libzmq plays side A.
+    LibzmqA,
     /// Every column in which libzmq plays side B.
     LibzmqB,
 }
@@ -61,6 +63,7 @@ impl Cols {
             Cols::AnyFabriq => {
                 c.a == crate::adapter::Impl::Fabriq || c.b == crate::adapter::Impl::Fabriq
             }
+            Cols::LibzmqA => c.a == crate::adapter::Impl::Libzmq,
             Cols::LibzmqB => c.b == crate::adapter::Impl::Libzmq,
         }
     }
@@ -91,16 +94,6 @@ impl Expected {
     }
 }
 
-const RESTART_IPC_RACE: &str = "fabriq bug (intermittent): a fabriq ipc listener removes \
-    the socket file at its path when it is dropped, and it is dropped on the I/O thread some \
-    time after the socket is closed. When a new socket binds the same path in between (libzmq \
-    and fabriq both replace a leftover socket file), the old listener's drop then deletes the \
-    new socket's file, and nobody can connect to it any more: the failure message says the \
-    file no longer exists. Repro: bind ipc://PATH, drop the socket, bind PATH with a new \
-    socket at once, wait 20 ms: the file is gone in about half of the tries (12 of 20 in one \
-    run). Fix: remember the file's (dev, inode) at bind and remove it on drop only if it \
-    still matches (transport/ipc.rs, IpcListener::drop).";
-
 /// The table.
 pub static EXPECTED: &[Expected] = &[
     Expected {
@@ -123,28 +116,18 @@ pub static EXPECTED: &[Expected] = &[
         intermittent: false,
     },
     Expected {
-        scenarios: &["disconnect_stops_traffic"],
-        cols: Cols::Only(FABRIQ_FABRIQ),
-        transports: &[Inproc],
-        why: Why::FabriqBug,
-        reason: "fabriq bug: Socket::disconnect on an inproc endpoint returns Ok but the \
-            connection stays: the PUSH still reports POLLOUT, and messages sent afterwards \
-            (DONTWAIT, returning Ok) are still delivered to the PULL. Repro: PULL binds \
-            inproc://x, PUSH connects, sends and the PULL receives; push.disconnect(\"inproc://x\") \
-            is Ok; push.send(\"after\", DONTWAIT) is Ok and pull.recv gets \"after\". \
-            Diagnosis: disconnect removes the pipe from the context's inproc registry \
-            (inproc::disconnect) but the pattern (Pipes of the PUSH) keeps its end of the \
-            pipe and writes to it as before; the pipe must be detached from the pattern, as \
-            a session's pipe is when a tcp connection is disconnected. libzmq stops sending \
-            at once.",
-        intermittent: false,
-    },
-    Expected {
-        scenarios: &["restart_pull", "restart_pub", "restart_router"],
-        cols: Cols::FabriqA,
-        transports: &[Ipc],
-        why: Why::FabriqBug,
-        reason: RESTART_IPC_RACE,
+        scenarios: &["conflate"],
+        cols: Cols::LibzmqA,
+        transports: &[Tcp, Ipc],
+        why: Why::LibzmqDefect,
+        reason: "intermittent lost wake-up in libzmq's conflating pipe, seen in CI with a \
+            libzmq PULL against both a libzmq PUSH (ipc) and a fabriq PUSH (tcp): the newest \
+            message sits in the pipe and recv times out (EAGAIN after 3 s) while the PUSH is \
+            still open. `ypipe_conflate_t::flush` answers from a plain `bool reader_awake` \
+            that the reader thread writes in `check_read`/`read` without synchronisation, so \
+            the I/O thread can see a stale `true` and skip the activate-read command just as \
+            the reader goes to sleep. The writer side does not matter; fabriq as the PULL \
+            passes on every column.",
         intermittent: true,
     },
     Expected {

@@ -181,6 +181,7 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
             crate::expect::Cols::FabriqA => "fabriq as side A".into(),
             crate::expect::Cols::FabriqB => "fabriq as side B".into(),
             crate::expect::Cols::AnyFabriq => "every column with fabriq".into(),
+            crate::expect::Cols::LibzmqA => "libzmq as side A".into(),
             crate::expect::Cols::LibzmqB => "libzmq as side B".into(),
         };
         let ts = if e.transports.is_empty() {
