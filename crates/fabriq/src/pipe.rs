@@ -107,8 +107,9 @@ pub(crate) struct Queue {
     writer: Waker,
 }
 
-/// Consumed items the reader may hold back before lowering `len`, at most.
-const REPORT_BATCH: usize = 64;
+/// Consumed items the reader may hold back before lowering `len`, at most
+/// (libzmq's `max_wm_delta`).
+const REPORT_BATCH: usize = 1024;
 
 impl Queue {
     pub(crate) fn new(hwm: usize, reader: Waker, writer: Waker) -> Arc<Queue> {
@@ -218,9 +219,13 @@ impl Queue {
         item
     }
 
-    /// How many consumed items the reader reports at once: up to half the
-    /// HWM (libzmq's low-water mark), so a writer blocked at the HWM is
-    /// woken to refill in batches rather than for every message.
+    /// How many consumed items the reader reports at once: the distance
+    /// between the HWM and libzmq's low-water mark (half the HWM, at most
+    /// 1024), so a writer blocked at the HWM is woken to refill in
+    /// batches rather than for every message. A receiver slower than its
+    /// sender keeps its queue at the HWM, and then every report is a
+    /// wake-up: with a batch of 64 that was one wake-up (and a context
+    /// switch) per 64 small messages.
     fn report_batch(&self) -> usize {
         match self.hwm.load(Ordering::Relaxed) {
             0 => REPORT_BATCH,

@@ -352,26 +352,38 @@ impl Session {
     }
 
     /// Moves decoded events into the socket's pipe while it has room.
+    ///
+    /// A conflating socket gets only the newest message of what one read
+    /// decoded, as libzmq conflates per read batch: pushing each one would
+    /// wake the socket at the first and let it take messages while the
+    /// rest are still being decoded.
     fn process_events(&mut self, io: &mut LinkIo) -> Result<(), End> {
-        loop {
+        let conflate = self.pipe.as_ref().is_some_and(|p| p.tx.is_conflate());
+        let mut newest = None;
+        let result = loop {
             if let Some(p) = &self.pipe {
                 if io.handshaken && !p.tx.has_room() {
                     self.stalled = true;
-                    return Ok(());
+                    break Ok(());
                 }
             }
             let Some(conn) = io.conn.as_mut() else {
-                return Ok(());
+                break Ok(());
             };
             match conn.poll_event() {
-                Ok(None) => return Ok(()),
+                Ok(None) => break Ok(()),
                 Ok(Some(ZEvent::HandshakeComplete)) => self.on_handshake(io),
+                Ok(Some(ZEvent::Message(m))) if conflate => newest = Some(m),
                 Ok(Some(ZEvent::Message(m))) => self.deliver(Item::Msg(m)),
                 Ok(Some(ZEvent::Subscribe(t))) => self.deliver(Item::Subscribe(t)),
                 Ok(Some(ZEvent::Cancel(t))) => self.deliver(Item::Cancel(t)),
-                Err(e) => return Err(End::Protocol(e)),
+                Err(e) => break Err(End::Protocol(e)),
             }
+        };
+        if let Some(m) = newest {
+            self.deliver(Item::Msg(m));
         }
+        result
     }
 
     fn deliver(&mut self, item: Item) {
