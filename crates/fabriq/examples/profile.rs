@@ -3,7 +3,10 @@
 //! `cargo run --release -p fabriq --example profile -- IMPL PATTERN ENDPOINT SIZE COUNT`
 //!
 //! - IMPL: `fabriq` or `libzmq`
-//! - PATTERN: `pushpull` (one-way stream) or `reqrep` (round trips)
+//! - PATTERN: `pushpull` (one-way stream), `pubsub` (one-way, one
+//!   subscriber, HWM 0 so nothing is dropped; the publisher waits 300 ms
+//!   for the subscription, which is fine for a profiler and nothing else)
+//!   or `reqrep` (round trips)
 //! - ENDPOINT: e.g. `tcp://127.0.0.1:*`, `ipc://@name`, `inproc://x`
 //! - optional ROLE: `server` (bind and receive only) or `client` (connect
 //!   and send only), to run the two sides as separate processes
@@ -32,13 +35,19 @@ macro_rules! workload {
                 let (a, b) = match pattern {
                     "pushpull" => (zmq::PULL, zmq::PUSH),
                     "reqrep" => (zmq::REP, zmq::REQ),
+                    "pubsub" => (zmq::SUB, zmq::PUB),
                     other => panic!("unknown pattern {other}"),
                 };
                 let reqrep = pattern == "reqrep";
+                let pubsub = pattern == "pubsub";
+                let hwm = if pubsub { 0 } else { 10_000 };
                 if role == "client" {
                     let s = ctx.socket(b).expect("socket");
-                    s.set_sndhwm(10_000).expect("hwm");
+                    s.set_sndhwm(hwm).expect("hwm");
                     s.connect(endpoint).expect("connect");
+                    if pubsub {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    }
                     let payload = vec![7u8; size];
                     let mut reply = zmq::Message::new();
                     for _ in 0..count {
@@ -51,7 +60,10 @@ macro_rules! workload {
                     return 0.0;
                 }
                 let server = ctx.socket(a).expect("socket");
-                server.set_rcvhwm(10_000).expect("hwm");
+                server.set_rcvhwm(hwm).expect("hwm");
+                if pubsub {
+                    server.set_subscribe(b"").expect("subscribe");
+                }
                 server.bind(endpoint).expect("bind");
                 let bound = server.get_last_endpoint().expect("endpoint").expect("utf8");
                 let client_ctx = ctx.clone();
@@ -61,8 +73,11 @@ macro_rules! workload {
                         return;
                     }
                     let s = client_ctx.socket(b).expect("socket");
-                    s.set_sndhwm(10_000).expect("hwm");
+                    s.set_sndhwm(hwm).expect("hwm");
                     s.connect(&bound).expect("connect");
+                    if pubsub {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    }
                     let payload = vec![7u8; size];
                     let mut reply = zmq::Message::new();
                     for _ in 0..count {
@@ -100,7 +115,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 6 && args.len() != 7 {
         eprintln!(
-            "usage: profile fabriq|libzmq pushpull|reqrep ENDPOINT SIZE COUNT [server|client]"
+            "usage: profile fabriq|libzmq pushpull|pubsub|reqrep ENDPOINT SIZE COUNT [server|client]"
         );
         std::process::exit(2);
     }

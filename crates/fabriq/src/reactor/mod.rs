@@ -330,7 +330,20 @@ impl EventLoop {
 
     fn run(mut self) {
         let mut events = Events::with_capacity(256);
+        // Whether the last turn moved messages for sockets that woke us.
+        let mut was_woken = false;
         loop {
+            if was_woken {
+                // Give the CPU to a runnable application thread before
+                // sleeping. When it shares our CPU (a sender pinned with
+                // its I/O thread), each of its wake-ups would otherwise
+                // preempt it at once, and we would drain a few messages per
+                // context switch; after a yield it keeps producing for the
+                // rest of its slice and we take the lot in one turn. With
+                // nobody else runnable on this CPU the yield returns at
+                // once. Wake-ups stay as they are, so none is lost.
+                std::thread::yield_now();
+            }
             let timeout = self
                 .timers
                 .peek()
@@ -362,6 +375,7 @@ impl EventLoop {
             for cmd in inbox.cmds {
                 self.command(cmd, now);
             }
+            was_woken = !inbox.ready.is_empty();
             for token in inbox.ready {
                 self.drive(token, now);
             }
