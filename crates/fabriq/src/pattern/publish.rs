@@ -9,6 +9,7 @@
 //! subscriber disconnects. Other messages from subscribers pass through.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use fabriq_zmtp::{Multipart, SocketType};
@@ -18,11 +19,36 @@ use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
 
+/// Hashes pipe ids (unique counters) with one multiplication: the map is
+/// looked up once per peer per message sent, where SipHash cost more than
+/// the rest of the routing.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: spreads sequential ids over the high bits too.
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type ByPipe<V> = HashMap<PipeId, V, BuildHasherDefault<IdHasher>>;
+
 pub(crate) struct Publish {
     xpub: bool,
     pipes: Pipes,
     /// Each peer's topics (a set: a peer subscribes to a topic once).
-    subs: HashMap<PipeId, Topics>,
+    subs: ByPipe<Topics>,
     /// How many peers subscribe to each topic.
     all: Topics,
     /// Messages for an XPUB application.
@@ -34,7 +60,7 @@ impl Publish {
         Publish {
             xpub,
             pipes: Pipes::default(),
-            subs: HashMap::new(),
+            subs: ByPipe::default(),
             all: Topics::default(),
             up: VecDeque::new(),
         }
@@ -49,10 +75,17 @@ impl Publish {
         }
     }
 
-    /// Applies what subscribers have sent.
-    fn process_input(&mut self, opts: &Options) {
+    /// Applies what subscribers have sent. With `skip_idle`, pipes that
+    /// hold nothing are not looked into (a pop takes the pipe's locks, and
+    /// a publisher sends far more often than its subscribers write);
+    /// receiving (XPUB) looks into every pipe, which also registers it for
+    /// a wake-up when something arrives.
+    fn process_input(&mut self, opts: &Options, skip_idle: bool) {
         let up_limit = Options::hwm(opts.rcvhwm).max(1);
         for i in 0..self.pipes.list.len() {
+            if skip_idle && self.pipes.list[i].rx.len() == 0 {
+                continue;
+            }
             let id = self.pipes.list[i].id;
             while let Some(item) = self.pipes.list[i].rx.pop() {
                 let topics = self.subs.entry(id).or_default();
@@ -114,13 +147,21 @@ impl Pattern for Publish {
     }
 
     fn send(&mut self, msg: Multipart, opts: &Options) -> Result<()> {
-        self.process_input(opts);
-        let first = msg.first().cloned().unwrap_or_default();
-        for pipe in &self.pipes.list {
-            let matched = self.subs.get(&pipe.id).is_some_and(|t| t.matches(&first));
+        self.process_input(opts, true);
+        let first: &[u8] = msg.first().map_or(&[], |b| &b[..]);
+        // The last peer to take the message gets it without a copy of its
+        // frame list (with one subscriber, no copy at all).
+        let mut last = None;
+        for (i, pipe) in self.pipes.list.iter().enumerate() {
+            let matched = self.subs.get(&pipe.id).is_some_and(|t| t.matches(first));
             if matched && pipe.tx.has_room() {
-                pipe.tx.push(Item::Msg(msg.clone()));
+                if let Some(prev) = last.replace(i) {
+                    self.pipes.list[prev].tx.push(Item::Msg(msg.clone()));
+                }
             }
+        }
+        if let Some(i) = last {
+            self.pipes.list[i].tx.push(Item::Msg(msg));
         }
         Ok(())
     }
@@ -129,7 +170,7 @@ impl Pattern for Publish {
         if !self.xpub {
             return not_supported(SocketType::Pub, "receive");
         }
-        self.process_input(opts);
+        self.process_input(opts, false);
         self.up
             .pop_front()
             .map(|msg| Received { msg, meta: None })
