@@ -141,7 +141,12 @@ impl Pipes {
         if let Some(found) = self.pop_next() {
             return Some(found);
         }
-        if self.list.len() <= MAX_PUMPED_PIPES && self.list.iter().any(PipeEnd::pump) {
+        // Pump in the fair-queue order too, from the pipe whose turn it
+        // is: starting at the first pipe every time let one busy peer's
+        // connection be read over and over while another's waited for the
+        // I/O thread (seen as a run of 185 messages from one DEALER).
+        let n = self.list.len();
+        if n <= MAX_PUMPED_PIPES && (0..n).any(|k| self.list[(self.next_in + k) % n].pump()) {
             return self.pop_next();
         }
         None
