@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::scenario::{Pattern, Scenario, Transport};
 use crate::sys::Usage;
-use crate::worker::{new_histogram, Gate, Latency, Outcome, WorkerSpec, WARM_PAUSE};
+use crate::worker::{time_round_trips, Gate, Outcome, WorkerSpec, WARM_PAUSE};
 
 /// Write (and read) chunk of the throughput floor.
 const CHUNK: usize = 256 * 1024;
@@ -231,33 +231,9 @@ pub fn client(spec: &WorkerSpec) -> Result<Outcome, String> {
     let mut s = connect(&spec.endpoints[0])?;
     let out = vec![b'R'; sc.size];
     let mut back = vec![0u8; sc.size];
-    let mut hist = new_histogram();
-    let mut before = Usage::now();
-    let mut start = Instant::now();
-    for i in 0..sc.warm + sc.count {
-        if i == sc.warm {
-            before = Usage::now();
-            start = Instant::now();
-        }
-        let t0 = Instant::now();
+    time_round_trips(sc, || {
         s.write_all(&out).map_err(io_err("write"))?;
-        s.read_exact(&mut back).map_err(io_err("read"))?;
-        let rtt = t0.elapsed().as_nanos() as u64;
-        if i >= sc.warm {
-            hist.record(rtt.max(1))
-                .map_err(|e| format!("histogram: {e}"))?;
-        }
-    }
-    let elapsed_s = start.elapsed().as_secs_f64();
-    let usage = Usage::now().since(&before);
-    Ok(Outcome {
-        messages: sc.count,
-        bytes: 2 * sc.count * sc.size as u64,
-        elapsed_s,
-        rate: sc.count as f64 / elapsed_s,
-        usage,
-        latency: Some(Latency::from_histogram(&hist)),
-        ..Outcome::default()
+        s.read_exact(&mut back).map_err(io_err("read"))
     })
 }
 
@@ -279,14 +255,5 @@ pub fn server(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
         }
         s.write_all(&buf).map_err(io_err("write"))?;
     }
-    let elapsed_s = start.elapsed().as_secs_f64();
-    let usage = Usage::now().since(&before);
-    Ok(Outcome {
-        messages: sc.count,
-        bytes: 2 * sc.count * sc.size as u64,
-        elapsed_s,
-        rate: sc.count as f64 / elapsed_s,
-        usage,
-        ..Outcome::default()
-    })
+    Ok(Outcome::round_trips(sc, start, &before, None))
 }

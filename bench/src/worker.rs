@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,60 @@ pub struct Outcome {
     pub latency: Option<Latency>,
     /// Each subscriber's (receiving thread's) rate, inproc.
     pub per_receiver_rates: Vec<f64>,
+}
+
+impl Outcome {
+    /// The outcome of a REQ/REP side: `sc.count` round trips timed from
+    /// `start`, the CPU used since `before`, and (clients) the latencies.
+    pub fn round_trips(
+        sc: &Scenario,
+        start: Instant,
+        before: &Usage,
+        latency: Option<Latency>,
+    ) -> Outcome {
+        let elapsed_s = start.elapsed().as_secs_f64();
+        let usage = Usage::now().since(before);
+        Outcome {
+            messages: sc.count,
+            bytes: 2 * sc.count * sc.size as u64,
+            elapsed_s,
+            rate: sc.count as f64 / elapsed_s,
+            usage,
+            latency,
+            ..Outcome::default()
+        }
+    }
+}
+
+/// A REQ-style client: `sc.warm` untimed round trips, then `sc.count`
+/// timed ones, each recorded in a histogram. `round_trip` sends one
+/// request and waits for (and checks) its reply.
+pub fn time_round_trips(
+    sc: &Scenario,
+    mut round_trip: impl FnMut() -> Result<(), String>,
+) -> Result<Outcome, String> {
+    let mut hist = new_histogram();
+    let mut before = Usage::now();
+    let mut start = Instant::now();
+    for i in 0..sc.warm + sc.count {
+        if i == sc.warm {
+            before = Usage::now();
+            start = Instant::now();
+        }
+        let t0 = Instant::now();
+        round_trip()?;
+        let rtt = t0.elapsed().as_nanos() as u64;
+        if i >= sc.warm {
+            hist.record(rtt.max(1))
+                .map_err(|e| format!("histogram: {e}"))?;
+        }
+    }
+    Ok(Outcome::round_trips(
+        sc,
+        start,
+        &before,
+        Some(Latency::from_histogram(&hist)),
+    ))
 }
 
 /// One worker's report: its last line on stdout.

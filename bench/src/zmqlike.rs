@@ -97,7 +97,7 @@ macro_rules! zmq_like {
             use crate::scenario::{Pattern, Scenario};
             use crate::sys::{pin_current_thread, Usage};
             use crate::worker::{
-                bind_endpoint, new_histogram, warm_burst, Gate, Latency, Outcome, Role, WorkerSpec,
+                bind_endpoint, time_round_trips, warm_burst, Gate, Outcome, Role, WorkerSpec,
                 WARM_PAUSE,
             };
             use crate::zmqlike::InprocGate;
@@ -277,18 +277,9 @@ macro_rules! zmq_like {
                 sock.connect(ep).map_err(err("connect"))?;
                 let payload = vec![b'R'; sc.size];
                 let mut msg = z::Message::new();
-                let mut hist = new_histogram();
-                let mut before = Usage::now();
-                let mut start = Instant::now();
-                for i in 0..sc.warm + sc.count {
-                    if i == sc.warm {
-                        before = Usage::now();
-                        start = Instant::now();
-                    }
-                    let t0 = Instant::now();
+                time_round_trips(sc, || {
                     sock.send(&payload[..], 0).map_err(err("send"))?;
                     sock.recv(&mut msg, 0).map_err(err("recv"))?;
-                    let rtt = t0.elapsed().as_nanos() as u64;
                     if msg.len() != sc.size {
                         return Err(format!(
                             "reply of {} bytes, expected {}",
@@ -296,21 +287,7 @@ macro_rules! zmq_like {
                             sc.size
                         ));
                     }
-                    if i >= sc.warm {
-                        hist.record(rtt.max(1))
-                            .map_err(|e| format!("histogram: {e}"))?;
-                    }
-                }
-                let elapsed_s = start.elapsed().as_secs_f64();
-                let usage = Usage::now().since(&before);
-                Ok(Outcome {
-                    messages: sc.count,
-                    bytes: 2 * sc.count * sc.size as u64,
-                    elapsed_s,
-                    rate: sc.count as f64 / elapsed_s,
-                    usage,
-                    latency: Some(Latency::from_histogram(&hist)),
-                    ..Outcome::default()
+                    Ok(())
                 })
             }
 
@@ -348,18 +325,10 @@ macro_rules! zmq_like {
                     }
                     sock.send(&reply[..], 0).map_err(err("send"))?;
                 }
-                let elapsed_s = start.elapsed().as_secs_f64();
-                let usage = Usage::now().since(&before);
+                let outcome = Outcome::round_trips(sc, start, &before, None);
                 // Let the last reply leave before the socket closes.
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                Ok(Outcome {
-                    messages: sc.count,
-                    bytes: 2 * sc.count * sc.size as u64,
-                    elapsed_s,
-                    rate: sc.count as f64 / elapsed_s,
-                    usage,
-                    ..Outcome::default()
-                })
+                Ok(outcome)
             }
 
             /// Both sides as threads of this process: the sending side on

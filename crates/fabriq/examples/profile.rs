@@ -42,21 +42,7 @@ macro_rules! workload {
                 let pubsub = pattern == "pubsub";
                 let hwm = if pubsub { 0 } else { 10_000 };
                 if role == "client" {
-                    let s = ctx.socket(b).expect("socket");
-                    s.set_sndhwm(hwm).expect("hwm");
-                    s.connect(endpoint).expect("connect");
-                    if pubsub {
-                        std::thread::sleep(std::time::Duration::from_millis(300));
-                    }
-                    let payload = vec![7u8; size];
-                    let mut reply = zmq::Message::new();
-                    for _ in 0..count {
-                        s.send(&payload[..], 0).expect("send");
-                        if reqrep {
-                            s.recv(&mut reply, 0).expect("recv");
-                        }
-                    }
-                    s.set_linger(-1).expect("linger");
+                    client(&ctx, b, endpoint, size, count, hwm, reqrep, pubsub);
                     return 0.0;
                 }
                 let server = ctx.socket(a).expect("socket");
@@ -68,24 +54,11 @@ macro_rules! workload {
                 let bound = server.get_last_endpoint().expect("endpoint").expect("utf8");
                 let client_ctx = ctx.clone();
                 let solo = role == "server";
-                let client = std::thread::spawn(move || {
+                let sender = std::thread::spawn(move || {
                     if solo {
                         return;
                     }
-                    let s = client_ctx.socket(b).expect("socket");
-                    s.set_sndhwm(hwm).expect("hwm");
-                    s.connect(&bound).expect("connect");
-                    if pubsub {
-                        std::thread::sleep(std::time::Duration::from_millis(300));
-                    }
-                    let payload = vec![7u8; size];
-                    let mut reply = zmq::Message::new();
-                    for _ in 0..count {
-                        s.send(&payload[..], 0).expect("send");
-                        if reqrep {
-                            s.recv(&mut reply, 0).expect("recv");
-                        }
-                    }
+                    client(&client_ctx, b, &bound, size, count, hwm, reqrep, pubsub);
                 });
                 let mut msg = zmq::Message::new();
                 server.recv(&mut msg, 0).expect("recv");
@@ -101,8 +74,38 @@ macro_rules! workload {
                     }
                 }
                 let secs = start.elapsed().as_secs_f64();
-                client.join().expect("client");
+                sender.join().expect("client");
                 secs
+            }
+
+            /// The sending side: sends `count` messages of `size` bytes,
+            /// waiting for each reply when it is a REQ.
+            #[allow(clippy::too_many_arguments)]
+            fn client(
+                ctx: &zmq::Context,
+                kind: zmq::SocketType,
+                endpoint: &str,
+                size: usize,
+                count: usize,
+                hwm: i32,
+                reqrep: bool,
+                pubsub: bool,
+            ) {
+                let s = ctx.socket(kind).expect("socket");
+                s.set_sndhwm(hwm).expect("hwm");
+                s.connect(endpoint).expect("connect");
+                if pubsub {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                let payload = vec![7u8; size];
+                let mut reply = zmq::Message::new();
+                for _ in 0..count {
+                    s.send(&payload[..], 0).expect("send");
+                    if reqrep {
+                        s.recv(&mut reply, 0).expect("recv");
+                    }
+                }
+                s.set_linger(-1).expect("linger");
             }
         }
     };
