@@ -40,6 +40,7 @@ mod proxy;
 mod reactor;
 mod signal;
 mod socket;
+mod sync;
 mod transport;
 
 pub use context::Context;

@@ -1,0 +1,14 @@
+//! The synchronisation primitives of the cross-thread protocols (the
+//! socket's wake-up signal, pipes), from `std`, or from loom when the crate
+//! is built with `--cfg loom` so the models in the test suite can explore
+//! every interleaving of the real code.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
