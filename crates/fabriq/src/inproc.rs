@@ -164,7 +164,7 @@ pub(crate) fn connect(
         id,
         rx: to_us.clone(),
         tx: to_binder.clone(),
-        link: None,
+        peer_io: None,
         peer: PeerMeta {
             identity: binder_identity,
             metadata: None,
@@ -174,7 +174,7 @@ pub(crate) fn connect(
         id: next_pipe_id(),
         rx: to_binder.clone(),
         tx: to_us.clone(),
-        link: None,
+        peer_io: None,
         peer: PeerMeta {
             identity: opts.identity.clone(),
             metadata: None,

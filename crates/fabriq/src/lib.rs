@@ -41,6 +41,7 @@ mod reactor;
 mod signal;
 mod socket;
 mod sync;
+mod topics;
 mod transport;
 
 pub use context::Context;

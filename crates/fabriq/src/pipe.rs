@@ -20,7 +20,6 @@ use bytes::Bytes;
 use fabriq_zmtp::Multipart;
 
 use crate::message::Metadata;
-use crate::reactor::ReactorWaker;
 use crate::signal::Signal;
 use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard, Ordering};
 
@@ -35,13 +34,32 @@ pub(crate) enum Item {
     Cancel(Bytes),
 }
 
+/// The connection behind a pipe's far end, when that end is driven by a
+/// connection's engine rather than by a socket. Pipes know only this; what
+/// the engine does when asked (read or write on the calling thread, or
+/// wake the thread that drives it) is its own decision (see
+/// `reactor/engine.rs`).
+pub(crate) trait PeerIo: Send + Sync + std::fmt::Debug {
+    /// Wakes whoever drives the connection.
+    fn wake(&self);
+
+    /// `outbound`, the queue of messages to the peer, received an item
+    /// while the engine was waiting for one.
+    fn output_ready(&self, outbound: &Queue);
+
+    /// The socket found `inbound`, the queue from the peer, empty and is
+    /// about to sleep: the engine may read what has arrived on this thread.
+    /// Returns whether anything was delivered.
+    fn pull(&self, inbound: &Queue) -> bool;
+}
+
 /// Whom to wake when a queue changes state.
 #[derive(Debug, Clone)]
 pub(crate) enum Waker {
     /// An application socket (its eventfd).
     Socket(Arc<Signal>),
-    /// A reactor session.
-    Reactor(ReactorWaker),
+    /// A connection's engine.
+    Peer(Arc<dyn PeerIo>),
     /// An inproc socket that has not bound yet: woken once it has.
     Deferred(Arc<std::sync::OnceLock<Arc<Signal>>>),
 }
@@ -50,12 +68,20 @@ impl Waker {
     fn wake(&self) {
         match self {
             Waker::Socket(signal) => signal.raise(),
-            Waker::Reactor(r) => r.wake(),
+            Waker::Peer(peer) => peer.wake(),
             Waker::Deferred(cell) => {
                 if let Some(signal) = cell.get() {
                     signal.raise();
                 }
             }
+        }
+    }
+
+    /// Wakes the reader of `queue`, which was waiting for an item.
+    fn item_for(&self, queue: &Queue) {
+        match self {
+            Waker::Peer(peer) => peer.output_ready(queue),
+            other => other.wake(),
         }
     }
 }
@@ -184,7 +210,7 @@ impl Queue {
             std::mem::take(&mut shared.reader_waiting)
         };
         if wake {
-            self.reader.wake();
+            self.reader.item_for(self);
         }
     }
 
@@ -332,9 +358,9 @@ pub(crate) struct PipeEnd {
     /// Messages to the peer.
     pub tx: Arc<Queue>,
     pub peer: PeerMeta,
-    /// For the socket's end of a tcp or ipc pipe: the connection, which
-    /// the socket may pump itself when `rx` runs dry.
-    pub link: Option<Arc<crate::reactor::Link>>,
+    /// For the socket's end of a tcp or ipc pipe: the connection's engine,
+    /// which may read on the socket's thread when `rx` runs dry.
+    pub peer_io: Option<Arc<dyn PeerIo>>,
 }
 
 impl PipeEnd {
@@ -345,25 +371,10 @@ impl PipeEnd {
         self.rx.is_finished()
     }
 
-    /// Reads what the peer sent on the calling thread, if the pipe has a
-    /// connection behind it (see `reactor/link.rs`). Returns whether
-    /// anything arrived.
-    pub(crate) fn pump(&self) -> bool {
-        self.link.as_ref().is_some_and(|l| l.pump(&self.rx))
-    }
-
-    /// Sends a message to the peer, written on the calling thread when the
-    /// connection is idle (lock-step sockets; see `reactor/link.rs`),
-    /// queued otherwise.
-    pub(crate) fn send_direct(&self, msg: Multipart) {
-        let msg = match &self.link {
-            Some(link) => match link.send_inline(&self.tx, msg) {
-                Ok(()) => return,
-                Err(msg) => msg,
-            },
-            None => msg,
-        };
-        self.tx.push(Item::Msg(msg));
+    /// Asks the connection behind the pipe, if any, to read what the peer
+    /// sent on the calling thread. Returns whether anything arrived.
+    pub(crate) fn pull(&self) -> bool {
+        self.peer_io.as_ref().is_some_and(|p| p.pull(&self.rx))
     }
 
     /// Closes our side: the peer's end sees the end of its inbound queue,

@@ -11,14 +11,13 @@ mod req;
 mod router;
 mod subscribe;
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use crate::error::{err, Error, Result};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
+pub(crate) use crate::topics::Topics;
 
 /// The routing rule of one socket type.
 pub(crate) trait Pattern: Send {
@@ -133,7 +132,7 @@ impl Pipes {
     /// message, so one busy peer cannot starve the others).
     ///
     /// When every pipe is empty, the socket reads its connections itself
-    /// (see `reactor/link.rs`) before giving up, so a receiver that keeps
+    /// (see `reactor/engine.rs`) before giving up, so a receiver that keeps
     /// up with its peers never waits for the I/O thread. With many peers
     /// that costs a read per peer per empty look, so only sockets with a
     /// few connections do it; the others rely on the I/O thread alone.
@@ -146,7 +145,7 @@ impl Pipes {
         // connection be read over and over while another's waited for the
         // I/O thread (seen as a run of 185 messages from one DEALER).
         let n = self.list.len();
-        if n <= MAX_PUMPED_PIPES && (0..n).any(|k| self.list[(self.next_in + k) % n].pump()) {
+        if n <= MAX_PUMPED_PIPES && (0..n).any(|k| self.list[(self.next_in + k) % n].pull()) {
             return self.pop_next();
         }
         None
@@ -184,67 +183,6 @@ impl Pipes {
     }
 }
 
-/// Topic prefixes with counts (two subscribes need two cancels).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Topics {
-    counts: HashMap<Bytes, usize>,
-    longest: usize,
-}
-
-impl Topics {
-    /// Adds one reference; returns whether the topic is new.
-    pub fn add(&mut self, topic: &[u8]) -> bool {
-        self.longest = self.longest.max(topic.len());
-        let c = self
-            .counts
-            .entry(Bytes::copy_from_slice(topic))
-            .or_insert(0);
-        *c += 1;
-        *c == 1
-    }
-
-    /// Drops one reference; returns whether the topic is now gone.
-    pub fn remove(&mut self, topic: &[u8]) -> bool {
-        match self.counts.get_mut(topic) {
-            Some(c) if *c > 1 => {
-                *c -= 1;
-                false
-            }
-            Some(_) => {
-                self.counts.remove(topic);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Whether the topic is subscribed.
-    pub fn contains(&self, topic: &[u8]) -> bool {
-        self.counts.contains_key(topic)
-    }
-
-    /// Removes a topic whatever its count; returns whether it was there.
-    pub fn remove_all(&mut self, topic: &[u8]) -> bool {
-        self.counts.remove(topic).is_some()
-    }
-
-    /// Whether some subscribed prefix starts `data`.
-    pub fn matches(&self, data: &[u8]) -> bool {
-        if self.counts.is_empty() {
-            return false;
-        }
-        if self.counts.len() <= self.longest.min(data.len()) + 1 {
-            self.counts.keys().any(|t| data.starts_with(t))
-        } else {
-            (0..=self.longest.min(data.len())).any(|n| self.counts.contains_key(&data[..n]))
-        }
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &Bytes> {
-        self.counts.keys()
-    }
-}
-
 /// The next data message, fair-queued; control items are skipped.
 pub(crate) fn fair_recv_msg(pipes: &mut Pipes) -> Result<Received> {
     while let Some((i, item)) = pipes.fair_recv() {
@@ -256,30 +194,4 @@ pub(crate) fn fair_recv_msg(pipes: &mut Pipes) -> Result<Received> {
         }
     }
     Err(Error::EAGAIN)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Topics;
-
-    #[test]
-    fn topics_match_prefixes_and_count() {
-        let mut t = Topics::default();
-        assert!(!t.matches(b"anything"));
-        assert!(t.add(b"ab"));
-        assert!(!t.add(b"ab"));
-        assert!(t.matches(b"abc"));
-        assert!(!t.matches(b"a"));
-        assert!(!t.remove(b"ab"));
-        assert!(t.matches(b"ab"));
-        assert!(t.remove(b"ab"));
-        assert!(!t.matches(b"ab"));
-        t.add(b"");
-        assert!(t.matches(b""));
-        assert!(t.matches(b"zzz"));
-        for i in 0..100u8 {
-            t.add(&[b'x', i]);
-        }
-        assert!(t.matches(&[b'x', 42, 1]));
-    }
 }

@@ -42,7 +42,7 @@ impl Pattern for Rep {
             // REP never blocks: a reply to a peer that is gone or full is
             // dropped, as in libzmq.
             if p.tx.has_room() {
-                p.send_direct(reply);
+                p.tx.push(Item::Msg(reply));
             }
         }
         Ok(())

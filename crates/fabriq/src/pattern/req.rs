@@ -54,7 +54,7 @@ impl Pattern for Req {
         out.push(Bytes::new());
         out.extend(msg);
         if let Some(i) = self.pipes.index_of(target) {
-            self.pipes.list[i].send_direct(out);
+            self.pipes.list[i].tx.push(Item::Msg(out));
         }
         self.waiting = Some((target, id));
         Ok(())

@@ -7,10 +7,10 @@
 //! queues the session's token and wakes the loop only if it may be
 //! asleep. Sessions talk to sockets through pipes and the socket mailbox.
 
-mod link;
+mod engine;
 mod session;
 
-pub(crate) use link::Link;
+use engine::Link;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -25,7 +25,7 @@ use crate::endpoint::{resolve, Endpoint};
 use crate::error::{Error, Result};
 use crate::monitor::Event;
 use crate::options::Options;
-use crate::pipe::{PipeEnd, Queue, Waker};
+use crate::pipe::{PeerMeta, PipeEnd, Queue, Waker};
 use crate::socket::SocketShared;
 use crate::transport::{Listener, Target};
 
@@ -140,10 +140,6 @@ impl Reactor {
         }
     }
 
-    fn waker_for(&self, token: usize) -> Waker {
-        Waker::Reactor(self.reactor_waker(token))
-    }
-
     /// Binds a tcp or ipc endpoint now (so errors come back at once) and
     /// hands the listener to the I/O thread.
     pub(crate) fn listen(
@@ -209,17 +205,16 @@ impl Reactor {
             Endpoint::Inproc(_) => unreachable!("inproc connects without the I/O thread"),
         };
         let token = next_token();
-        let link = Link::new(self.reactor_waker(token));
+        let link = Link::new(self.reactor_waker(token), socket.socket_type);
         let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
         let (socket_end, session_end) = if early_pipe {
-            let (a, b) = make_pipe(self.waker_for(token), &link, socket, opts, None);
+            let (a, b) = make_pipe(&link, socket, opts, None);
             (Some(a), Some(b))
         } else {
             (None, None)
         };
         let base = session::Base {
             token,
-            waker: self.waker_for(token),
             socket: socket.clone(),
             opts: opts.clone(),
             endpoint: text.to_string(),
@@ -260,15 +255,16 @@ impl Reactor {
 
 /// Builds the two ends of a session pipe. The session end's `rx` is the
 /// socket's outgoing queue (bounded by SNDHWM), its `tx` the socket's
-/// incoming queue (bounded by RCVHWM). The socket's end carries the link,
-/// so the socket can pump it.
+/// incoming queue (bounded by RCVHWM). The connection's engine is the
+/// session side's waker, and the socket's end carries it too, so the
+/// socket can ask it to read.
 fn make_pipe(
-    session_waker: Waker,
     link: &Arc<Link>,
     socket: &Arc<SocketShared>,
     opts: &Options,
-    peer: Option<crate::pipe::PeerMeta>,
+    peer: Option<PeerMeta>,
 ) -> (PipeEnd, PipeEnd) {
+    let session_waker = Waker::Peer(link.clone());
     let socket_waker = Waker::Socket(socket.signal.clone());
     let outgoing = Queue::new(
         Options::hwm(opts.sndhwm),
@@ -278,7 +274,7 @@ fn make_pipe(
     let incoming = Queue::new(Options::hwm(opts.rcvhwm), socket_waker, session_waker);
     outgoing.set_conflate(opts.conflate);
     incoming.set_conflate(opts.conflate);
-    let peer = peer.unwrap_or(crate::pipe::PeerMeta {
+    let peer = peer.unwrap_or(PeerMeta {
         identity: Default::default(),
         metadata: None,
     });
@@ -287,14 +283,14 @@ fn make_pipe(
         rx: incoming.clone(),
         tx: outgoing.clone(),
         peer: peer.clone(),
-        link: Some(link.clone()),
+        peer_io: Some(link.clone()),
     };
     let session_end = PipeEnd {
         id: socket_end.id,
         rx: outgoing,
         tx: incoming,
         peer,
-        link: None,
+        peer_io: None,
     };
     (socket_end, session_end)
 }
@@ -502,11 +498,10 @@ impl EventLoop {
                     };
                     let base = session::Base {
                         token: session_token,
-                        waker: Waker::Reactor(waker.clone()),
                         socket: entry.socket.clone(),
                         opts: (*entry.opts).clone(),
                         endpoint: entry.text.clone(),
-                        link: Link::new(waker),
+                        link: Link::new(waker, entry.socket.socket_type),
                     };
                     let session = Session::accepted(base, token, stream, self.poll.registry(), now);
                     self.sessions.insert(session_token, session);
@@ -574,12 +569,11 @@ impl Drop for Reactor {
     }
 }
 
-pub(crate) fn session_pipe(
-    waker: Waker,
+fn session_pipe(
     link: &Arc<Link>,
     socket: &Arc<SocketShared>,
     opts: &Options,
-    peer: crate::pipe::PeerMeta,
+    peer: PeerMeta,
 ) -> (PipeEnd, PipeEnd) {
-    make_pipe(waker, link, socket, opts, Some(peer))
+    make_pipe(link, socket, opts, Some(peer))
 }

@@ -1,78 +1,40 @@
 //! A session: one tcp or ipc connection of one socket, in the I/O thread.
 //!
-//! It joins a transport stream, the ZMTP engine and the socket's pipe:
-//! bytes read go through the engine into the pipe; messages from the pipe
-//! go through the engine's encoder and leave in one vectored write per
-//! batch. A connecting session outlives its connections: it reconnects
+//! It owns the connection's life (connecting, the handshake, reconnects,
+//! timers, monitor events, the pipe to the socket) and leaves moving bytes
+//! and messages to the connection's engine (`engine.rs`), which it drives
+//! from the I/O thread as the socket's thread may. A connecting session outlives its connections: it reconnects
 //! with libzmq's intervals and backoff, keeps its pipe (so messages queue
 //! meanwhile), and replays the subscriptions it has carried.
 
-use std::io::{self, IoSlice};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabriq_zmtp::{Connection, Event as ZEvent, ProtocolError};
+use fabriq_zmtp::{Connection, ProtocolError};
 use mio::{Registry, Token};
 
-use super::link::{End, Link, LinkIo};
+use super::engine::{End, Input, Link, Reads, StreamEngine};
 
 use crate::message::Metadata;
 use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
-use crate::pattern::Topics;
-use crate::pipe::{Item, PeerMeta, PipeEnd, Waker};
+use crate::pipe::{PeerMeta, PipeEnd};
 use crate::socket::SocketShared;
+use crate::topics::Topics;
 use crate::transport::{self, Stream, Target};
 
-/// Encoded bytes gathered before a write (opportunistic batching: a write
-/// happens as soon as the pipe runs dry, this only caps a batch).
-const MAX_BATCH: usize = 256 * 1024;
 /// Reads per turn before yielding to other sessions.
 const READ_BUDGET: usize = 16;
-/// Pieces per vectored write.
-const MAX_IOV: usize = 64;
 
 /// What every session starts from: who it is and whom it serves.
 pub(super) struct Base {
     pub token: usize,
-    /// Wakes this session (given to the pipes it makes).
-    pub waker: Waker,
     pub socket: Arc<SocketShared>,
     pub opts: Options,
     /// The endpoint as monitor events name it.
     pub endpoint: String,
-    /// The connection state, shared with the socket's end of the pipe.
+    /// The connection's engine, shared with the socket's end of the pipe.
     pub link: Arc<Link>,
-}
-
-/// Encodes what the socket has queued, up to one batch. `subs` (for
-/// subscriber sockets) records the topics carried, for replay after a
-/// reconnect.
-fn encode_queued(conn: &mut Connection, pipe: &PipeEnd, mut subs: Option<&mut Topics>) {
-    if !conn.is_ready() {
-        return;
-    }
-    while conn.pending().len() < MAX_BATCH {
-        let Some(item) = pipe.rx.pop() else { break };
-        let sent = match item {
-            Item::Msg(m) => conn.send(&m),
-            Item::Subscribe(t) => {
-                if let Some(s) = subs.as_deref_mut() {
-                    s.add(&t);
-                }
-                conn.subscribe(&t)
-            }
-            Item::Cancel(t) => {
-                if let Some(s) = subs.as_deref_mut() {
-                    s.remove(&t);
-                }
-                conn.cancel(&t)
-            }
-        };
-        if let Err(e) = sent {
-            tracing::debug!("dropped an outgoing message: {e}");
-        }
-    }
 }
 
 /// What the event loop should do with the session after a turn.
@@ -101,13 +63,11 @@ enum Origin {
 
 pub(super) struct Session {
     pub token: usize,
-    /// Wakes this session (given to the pipes it makes).
-    waker: Waker,
     pub socket: Arc<SocketShared>,
     opts: Options,
     endpoint: String,
     origin: Origin,
-    /// Stream, engine and their flags (see `link.rs`).
+    /// The connection's engine (see `engine.rs`).
     link: Arc<Link>,
     pipe: Option<PipeEnd>,
     /// The pipe lives only as long as one connection (accepted sessions,
@@ -115,8 +75,6 @@ pub(super) struct Session {
     pipe_per_connection: bool,
     /// Topics carried to the peer, replayed after a reconnect.
     subs: Topics,
-    /// The socket's inbound queue was full; waiting for room.
-    stalled: bool,
     /// The socket is closed: finish sending, then go. `Some(None)`:
     /// linger forever.
     linger: Option<Option<Instant>>,
@@ -127,7 +85,6 @@ impl Session {
     fn new(base: Base, origin: Origin, pipe: Option<PipeEnd>) -> Session {
         Session {
             token: base.token,
-            waker: base.waker,
             socket: base.socket,
             opts: base.opts,
             endpoint: base.endpoint,
@@ -136,7 +93,6 @@ impl Session {
             pipe_per_connection: pipe.is_none(),
             pipe,
             subs: Topics::default(),
-            stalled: false,
             linger: None,
         }
     }
@@ -165,7 +121,7 @@ impl Session {
         let mut io = s.link.lock();
         io.conn = Connection::new(s.opts.zmtp_config(s.socket.socket_type), now).ok();
         io.stream = Some(stream);
-        io.want_read = true;
+        io.readable = true;
         io.writable = true;
         drop(io);
         s
@@ -174,7 +130,7 @@ impl Session {
     /// Records readiness the event loop saw for this session's stream.
     pub(super) fn ready(&self, readable: bool, writable: bool) {
         let mut io = self.link.lock();
-        io.want_read |= readable;
+        io.readable |= readable;
         io.writable |= writable;
     }
 
@@ -203,12 +159,11 @@ impl Session {
 
     fn turn(
         &mut self,
-        io: &mut LinkIo,
+        io: &mut StreamEngine,
         registry: &Registry,
         now: Instant,
         shutting_down: bool,
     ) -> Outcome {
-        self.stalled = false;
         if let Some(outcome) = self.check_linger(io, now, shutting_down) {
             return outcome;
         }
@@ -223,12 +178,20 @@ impl Session {
                 None => unreachable!("checked above"),
             }
         }
-        let budget_left = match self.read_input(io, now) {
-            Ok(left) => left,
-            Err(end) => return self.on_end(io, registry, end, now),
+        let reads = Reads {
+            max: READ_BUDGET,
+            speculative: false,
         };
-        self.fill_output(io);
-        if let Err(e) = self.flush(io) {
+        let budget_left = loop {
+            let inbound = self.pipe.as_ref().map(|p| &*p.tx);
+            match io.read(inbound, reads, now).0 {
+                Input::Handshake => self.on_handshake(io),
+                Input::Ended(end) => return self.on_end(io, registry, end, now),
+                Input::More => break false,
+                Input::Idle | Input::Full => break true,
+            }
+        };
+        if let Err(e) = self.write(io) {
             return self.on_end(io, registry, End::Io(e), now);
         }
         if let Some(conn) = io.conn.as_mut() {
@@ -236,7 +199,7 @@ impl Session {
                 if let Err(e) = conn.handle_timeout(now) {
                     return self.on_end(io, registry, End::Protocol(e), now);
                 }
-                if let Err(e) = self.flush(io) {
+                if let Err(e) = self.write(io) {
                     return self.on_end(io, registry, End::Io(e), now);
                 }
             }
@@ -253,7 +216,12 @@ impl Session {
     }
 
     /// Ends a lingering session once everything is sent or time is up.
-    fn check_linger(&mut self, io: &LinkIo, now: Instant, shutting_down: bool) -> Option<Outcome> {
+    fn check_linger(
+        &mut self,
+        io: &StreamEngine,
+        now: Instant,
+        shutting_down: bool,
+    ) -> Option<Outcome> {
         let deadline = match self.linger {
             Some(d) => d,
             None if shutting_down => Some(now),
@@ -270,7 +238,12 @@ impl Session {
         None
     }
 
-    fn maybe_connect(&mut self, io: &mut LinkIo, registry: &Registry, now: Instant) -> Outcome {
+    fn maybe_connect(
+        &mut self,
+        io: &mut StreamEngine,
+        registry: &Registry,
+        now: Instant,
+    ) -> Outcome {
         let Origin::Connect {
             target, retry_at, ..
         } = &mut self.origin
@@ -302,9 +275,9 @@ impl Session {
         }
     }
 
-    fn on_connected(&mut self, io: &mut LinkIo, now: Instant) {
+    fn on_connected(&mut self, io: &mut StreamEngine, now: Instant) {
         io.connecting = false;
-        io.want_read = true;
+        io.readable = true;
         io.writable = true;
         if let Some(s) = &io.stream {
             s.tune(&self.opts);
@@ -318,81 +291,7 @@ impl Session {
         }
     }
 
-    /// Reads and decodes until the socket would block, the socket's
-    /// inbound queue is full, or the turn's budget is spent (returns
-    /// `false` then).
-    fn read_input(&mut self, io: &mut LinkIo, now: Instant) -> Result<bool, End> {
-        // The application thread may have met the end while pumping.
-        if let Some(end) = io.ended.take() {
-            self.process_events(io)?;
-            return Err(end);
-        }
-        let mut reads = 0;
-        loop {
-            self.process_events(io)?;
-            if self.stalled || !io.want_read {
-                return Ok(true);
-            }
-            if reads == READ_BUDGET {
-                return Ok(false);
-            }
-            reads += 1;
-            let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
-                return Ok(true);
-            };
-            let want = conn.read_size();
-            match stream.read_into(conn.recv_buf(), want) {
-                Ok(0) => return Err(End::Eof),
-                Ok(_) => conn.input_received(now),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.want_read = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(End::Io(e)),
-            }
-        }
-    }
-
-    /// Moves decoded events into the socket's pipe while it has room.
-    ///
-    /// A conflating socket gets only the newest message of what one read
-    /// decoded, as libzmq conflates per read batch: pushing each one would
-    /// wake the socket at the first and let it take messages while the
-    /// rest are still being decoded.
-    fn process_events(&mut self, io: &mut LinkIo) -> Result<(), End> {
-        let conflate = self.pipe.as_ref().is_some_and(|p| p.tx.is_conflate());
-        let mut newest = None;
-        let result = loop {
-            if let Some(p) = &self.pipe {
-                if io.handshaken && !p.tx.has_room() {
-                    self.stalled = true;
-                    break Ok(());
-                }
-            }
-            let Some(conn) = io.conn.as_mut() else {
-                break Ok(());
-            };
-            match conn.poll_event() {
-                Ok(None) => break Ok(()),
-                Ok(Some(ZEvent::HandshakeComplete)) => self.on_handshake(io),
-                Ok(Some(ZEvent::Message(m))) if conflate => newest = Some(m),
-                Ok(Some(ZEvent::Message(m))) => self.deliver(Item::Msg(m)),
-                Ok(Some(ZEvent::Subscribe(t))) => self.deliver(Item::Subscribe(t)),
-                Ok(Some(ZEvent::Cancel(t))) => self.deliver(Item::Cancel(t)),
-                Err(e) => break Err(End::Protocol(e)),
-            }
-        };
-        if let Some(m) = newest {
-            self.deliver(Item::Msg(m));
-        }
-        result
-    }
-
-    fn deliver(&mut self, item: Item) {
-        if let Some(p) = &self.pipe {
-            p.tx.push(item);
-        }
-    }
-
-    fn on_handshake(&mut self, io: &mut LinkIo) {
+    fn on_handshake(&mut self, io: &mut StreamEngine) {
         io.handshaken = true;
         let Some(conn) = io.conn.as_mut() else {
             return;
@@ -410,13 +309,8 @@ impl Session {
             })),
         };
         if self.pipe.is_none() && self.linger.is_none() {
-            let (socket_end, session_end) = super::session_pipe(
-                self.waker.clone(),
-                &self.link,
-                &self.socket,
-                &self.opts,
-                meta,
-            );
+            let (socket_end, session_end) =
+                super::session_pipe(&self.link, &self.socket, &self.opts, meta);
             self.pipe = Some(session_end);
             self.socket.attach(socket_end);
         }
@@ -428,51 +322,25 @@ impl Session {
         }
     }
 
-    /// Encodes what the socket has queued, up to one batch.
-    fn fill_output(&mut self, io: &mut LinkIo) {
-        let (Some(conn), Some(pipe)) = (io.conn.as_mut(), self.pipe.as_ref()) else {
-            return;
-        };
+    /// Moves what the socket queued for the peer to the wire.
+    fn write(&mut self, io: &mut StreamEngine) -> std::io::Result<()> {
+        let outbound = self.pipe.as_ref().map(|p| &*p.rx);
         let subs = self
             .socket
             .socket_type
             .is_subscriber()
             .then_some(&mut self.subs);
-        encode_queued(conn, pipe, subs);
-    }
-
-    /// Writes pending output until done or the stream would block.
-    fn flush(&mut self, io: &mut LinkIo) -> io::Result<()> {
-        let (Some(conn), Some(stream)) = (io.conn.as_mut(), io.stream.as_mut()) else {
-            return Ok(());
-        };
-        while !conn.pending().is_empty() && io.writable {
-            let mut slices = [IoSlice::new(&[]); MAX_IOV];
-            let n = conn.pending().io_slices(&mut slices);
-            match stream.write_vectored(&slices[..n]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(k) => conn.advance_tx(k),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-            // Refill between writes, so a large backlog streams out.
-            if conn.pending().len() < MAX_BATCH / 2 {
-                if let Some(pipe) = self.pipe.as_ref() {
-                    let subs = self
-                        .socket
-                        .socket_type
-                        .is_subscriber()
-                        .then_some(&mut self.subs);
-                    encode_queued(conn, pipe, subs);
-                }
-            }
-        }
-        Ok(())
+        io.write(outbound, subs)
     }
 
     /// The connection ended: report, clean up, and reconnect or finish.
-    fn on_end(&mut self, io: &mut LinkIo, registry: &Registry, end: End, now: Instant) -> Outcome {
+    fn on_end(
+        &mut self,
+        io: &mut StreamEngine,
+        registry: &Registry,
+        end: End,
+        now: Instant,
+    ) -> Outcome {
         let was_connected = !io.connecting && io.stream.is_some();
         if let End::Io(e) = &end {
             tracing::debug!("{}: connection failed: {e}", self.endpoint);
@@ -501,8 +369,10 @@ impl Session {
                 let (ev, value) = handshake_failure(e);
                 self.socket.monitor.emit(ev, value, &self.endpoint);
             }
-            // Best effort: an ERROR command the engine queued.
-            let _ = self.flush(io);
+            // Best effort: an ERROR command the engine queued. Nothing more
+            // is taken from the pipe: a connecting session keeps what is
+            // queued for the next connection.
+            let _ = io.write(None, None);
         }
         if let Some(mut stream) = io.stream.take() {
             stream.deregister(registry);
@@ -519,7 +389,7 @@ impl Session {
         io.conn = None;
         io.connecting = false;
         io.handshaken = false;
-        io.want_read = false;
+        io.readable = false;
         io.writable = false;
         io.ended = None;
         if self.pipe_per_connection {
