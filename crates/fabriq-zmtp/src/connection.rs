@@ -253,22 +253,9 @@ impl Connection {
         })
     }
 
-    /// The configuration this connection was made with.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     /// Whether the handshake is complete and messages can flow.
     pub fn is_ready(&self) -> bool {
         self.state == State::Active
-    }
-
-    /// The error that ended this connection, if it has failed.
-    pub fn failure(&self) -> Option<&ProtocolError> {
-        match &self.state {
-            State::Failed(e) => Some(e),
-            _ => None,
-        }
     }
 
     /// The peer's handshake metadata, once the handshake is complete.
@@ -517,14 +504,6 @@ impl Connection {
         Ok(())
     }
 
-    /// Queues one frame; `more` says whether frames of the same message
-    /// follow. The caller keeps messages whole.
-    pub fn send_frame(&mut self, body: &Bytes, more: bool) -> Result<(), UsageError> {
-        self.check_sendable()?;
-        self.tx.push_frame(body, more);
-        Ok(())
-    }
-
     /// Queues a subscription: a SUBSCRIBE command to a ZMTP 3.1 peer, the
     /// 3.0 `0x01 + topic` frame to a 3.0 peer.
     pub fn subscribe(&mut self, topic: &[u8]) -> Result<(), UsageError> {
@@ -553,11 +532,6 @@ impl Connection {
             self.tx.push_frame(&frame.freeze(), false);
         }
         Ok(())
-    }
-
-    /// Queues an ERROR command (the caller then flushes and closes).
-    pub fn send_error(&mut self, reason: &str) {
-        self.tx.push_command(&Command::Error(reason.to_string()));
     }
 
     /// The negotiated version (ours until the peer's greeting is in).

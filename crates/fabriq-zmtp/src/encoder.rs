@@ -131,15 +131,6 @@ impl Encoder {
         n
     }
 
-    /// The first pending piece, for transports that write one buffer at a
-    /// time. Call [`Encoder::advance`] with what was written.
-    pub fn first_piece(&self) -> &[u8] {
-        match self.queue.front() {
-            Some(b) => b,
-            None => &self.batch,
-        }
-    }
-
     /// Removes `n` written bytes from the front.
     ///
     /// # Panics
@@ -222,7 +213,9 @@ mod tests {
         let expected = [&[0u8, 6][..], b"abcdef", &[0, 1, b'x']].concat();
         let mut written = Vec::new();
         while !enc.is_empty() {
-            let piece = enc.first_piece();
+            let mut first = [IoSlice::new(&[])];
+            enc.io_slices(&mut first);
+            let piece = &first[0][..];
             let n = piece.len().min(3);
             written.extend_from_slice(&piece[..n]);
             enc.advance(n);
