@@ -57,7 +57,7 @@ use smallvec::SmallVec;
 use crate::command::Command;
 use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
 use crate::error::{ProtocolError, UsageError};
-use crate::frame::FrameDecoder;
+use crate::frame::{Frame, FrameDecoder};
 use crate::greeting::{Greeting, GreetingDecoder, MechanismName, Version, OUR_VERSION};
 use crate::mechanism::{Mechanism, NullMechanism};
 use crate::properties::{Properties, IDENTITY, SOCKET_TYPE};
@@ -200,6 +200,9 @@ pub struct Connection {
     state: State,
     greeting: GreetingDecoder,
     mechanism: Box<dyn Mechanism>,
+    /// The mechanism's [`Mechanism::transforms_frames`], asked once when
+    /// the handshake completes: whether frames go through seal/open.
+    sealing: bool,
     rx: BytesMut,
     decoder: FrameDecoder,
     tx: Encoder,
@@ -224,6 +227,12 @@ impl Connection {
             MechanismName::Null => Box::new(NullMechanism::new(ours)),
             other => return Err(UsageError::MechanismNotSupported(other)),
         };
+        Ok(Connection::with_mechanism(config, mechanism, now))
+    }
+
+    /// A new connection running `mechanism` (which must match
+    /// `config.mechanism` on the wire).
+    fn with_mechanism(config: Config, mechanism: Box<dyn Mechanism>, now: Instant) -> Connection {
         let mut tx = Encoder::new(config.by_ref_threshold);
         tx.push_raw(
             &Greeting {
@@ -233,12 +242,13 @@ impl Connection {
             }
             .encode(),
         );
-        Ok(Connection {
+        Connection {
             decoder: FrameDecoder::new(config.max_msg_size, HANDSHAKE_MAX_COMMAND),
             handshake_deadline: config.handshake_ivl.map(|ivl| now + ivl),
             state: State::Greeting,
             greeting: GreetingDecoder::new(),
             mechanism,
+            sealing: false,
             rx: BytesMut::new(),
             tx,
             partial: Multipart::new(),
@@ -250,7 +260,7 @@ impl Connection {
             ping_unanswered_since: None,
             peer_ttl: None,
             config,
-        })
+        }
     }
 
     /// Whether the handshake is complete and messages can flow.
@@ -368,6 +378,7 @@ impl Connection {
                     let Some(frame) = self.decoder.decode(&mut self.rx)? else {
                         return Ok(None);
                     };
+                    let frame = self.open(frame)?;
                     if frame.command {
                         if frame.more {
                             return Err(ProtocolError::MultipartCommand);
@@ -425,6 +436,7 @@ impl Connection {
             properties: props,
         });
         self.state = State::Active;
+        self.sealing = self.mechanism.transforms_frames();
         self.handshake_deadline = None;
         self.decoder.set_max_command(
             self.config
@@ -441,7 +453,7 @@ impl Connection {
         let publisher = self.config.socket_type.is_publisher();
         Ok(match cmd {
             Command::Ping { ttl, context } => {
-                self.tx.push_command(&Command::Pong { context });
+                self.queue_command(&Command::Pong { context })?;
                 self.peer_ttl = (ttl > 0).then(|| Duration::from_millis(u64::from(ttl) * 100));
                 None
             }
@@ -469,6 +481,17 @@ impl Connection {
         Event::Message(msg)
     }
 
+    /// Undoes the mechanism's transform on a frame received after the
+    /// handshake: the one place where [`Mechanism::open`] is called.
+    #[inline]
+    fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+        if self.sealing {
+            self.mechanism.open(frame)
+        } else {
+            Ok(frame)
+        }
+    }
+
     fn flush_replies(&mut self) {
         for cmd in self.replies.drain(..) {
             self.tx.push_command(&cmd);
@@ -494,14 +517,74 @@ impl Connection {
     }
 
     /// Queues a message (all its frames).
+    ///
+    /// Fails with [`UsageError::NotReady`] before the handshake, with
+    /// [`UsageError::Closed`] once the connection has failed, and with
+    /// [`UsageError::EmptyMessage`] for no frames. If the mechanism cannot
+    /// seal a frame the connection fails ([`Connection::poll_event`] then
+    /// says why) and this returns [`UsageError::Closed`]; frames of the
+    /// message queued before that may still be written, as with any
+    /// connection that dies mid-message.
     pub fn send(&mut self, parts: &[Bytes]) -> Result<(), UsageError> {
         self.check_sendable()?;
         let (last, rest) = parts.split_last().ok_or(UsageError::EmptyMessage)?;
         for part in rest {
-            self.tx.push_frame(part, true);
+            let queued = self.queue_data(part, true);
+            self.or_close(queued)?;
         }
-        self.tx.push_frame(last, false);
+        let queued = self.queue_data(last, false);
+        self.or_close(queued)
+    }
+
+    /// Queues one data frame after the handshake, sealed if the mechanism
+    /// transforms frames.
+    #[inline]
+    fn queue_data(&mut self, body: &Bytes, more: bool) -> Result<(), ProtocolError> {
+        if self.sealing {
+            self.seal_and_queue(Frame {
+                more,
+                command: false,
+                data: body.clone(),
+            })
+        } else {
+            self.tx.push_frame(body, more);
+            Ok(())
+        }
+    }
+
+    /// Queues one command after the handshake, sealed if the mechanism
+    /// transforms frames. (Handshake commands are the mechanism's own and
+    /// go out as they are.)
+    #[inline]
+    fn queue_command(&mut self, cmd: &Command) -> Result<(), ProtocolError> {
+        if self.sealing {
+            let mut body = BytesMut::with_capacity(cmd.encoded_len());
+            cmd.encode(&mut body);
+            self.seal_and_queue(Frame {
+                more: false,
+                command: true,
+                data: body.freeze(),
+            })
+        } else {
+            self.tx.push_command(cmd);
+            Ok(())
+        }
+    }
+
+    /// The one place where [`Mechanism::seal`] is called.
+    fn seal_and_queue(&mut self, plain: Frame) -> Result<(), ProtocolError> {
+        let wire = self.mechanism.seal(plain)?;
+        self.tx.push_wire(&wire);
         Ok(())
+    }
+
+    /// A local sealing failure ends the connection; the caller sees
+    /// [`UsageError::Closed`] and `poll_event` the reason.
+    fn or_close(&mut self, queued: Result<(), ProtocolError>) -> Result<(), UsageError> {
+        queued.map_err(|e| {
+            self.fail(e);
+            UsageError::Closed
+        })
     }
 
     /// Queues a subscription: a SUBSCRIBE command to a ZMTP 3.1 peer, the
@@ -524,14 +607,15 @@ impl Connection {
             } else {
                 Command::Cancel(topic)
             };
-            self.tx.push_command(&cmd);
+            let queued = self.queue_command(&cmd);
+            self.or_close(queued)
         } else {
             let mut frame = BytesMut::with_capacity(topic.len() + 1);
             frame.extend_from_slice(&[u8::from(subscribe)]);
             frame.extend_from_slice(&topic);
-            self.tx.push_frame(&frame.freeze(), false);
+            let queued = self.queue_data(&frame.freeze(), false);
+            self.or_close(queued)
         }
-        Ok(())
     }
 
     /// The negotiated version (ours until the peer's greeting is in).
@@ -607,10 +691,14 @@ impl Connection {
                 let ttl = self.config.heartbeat_ttl.map_or(0, |t| {
                     u16::try_from(t.as_millis() / 100).unwrap_or(u16::MAX)
                 });
-                self.tx.push_command(&Command::Ping {
+                let ping = Command::Ping {
                     ttl,
                     context: Bytes::new(),
-                });
+                };
+                if let Err(e) = self.queue_command(&ping) {
+                    self.fail(e.clone());
+                    return Err(e);
+                }
                 self.next_ping = Some(now + ivl);
                 if self.ping_unanswered_since.is_none() {
                     self.ping_unanswered_since = Some(now);
@@ -618,5 +706,271 @@ impl Connection {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::properties::Properties;
+
+    const MESSAGE: &[u8] = b"\x07MESSAGE";
+    const KEY: u8 = 0xA5;
+
+    /// A test-only mechanism shaped like CURVE's frame transform: the NULL
+    /// handshake, then every frame travels as a MESSAGE command holding a
+    /// flags byte (bit0 MORE, bit1 COMMAND) and the body XORed with a key.
+    #[derive(Debug)]
+    struct Boxed {
+        null: NullMechanism,
+        sealed: Arc<AtomicUsize>,
+        opened: Arc<AtomicUsize>,
+        /// Refuse to seal (as CURVE must when its nonces run out).
+        refuse: bool,
+    }
+
+    impl Mechanism for Boxed {
+        fn start(&mut self, out: &mut Vec<Command>) {
+            self.null.start(out)
+        }
+
+        fn on_command(
+            &mut self,
+            cmd: Command,
+            out: &mut Vec<Command>,
+        ) -> Result<Option<Properties>, ProtocolError> {
+            self.null.on_command(cmd, out)
+        }
+
+        fn transforms_frames(&self) -> bool {
+            true
+        }
+
+        fn seal(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+            self.sealed.fetch_add(1, Ordering::Relaxed);
+            if self.refuse {
+                return Err(ProtocolError::MalformedCommand {
+                    command: "MESSAGE".into(),
+                    reason: "cannot seal",
+                });
+            }
+            let mut body = BytesMut::from(MESSAGE);
+            body.extend_from_slice(&[u8::from(frame.more) | u8::from(frame.command) << 1]);
+            body.extend(frame.data.iter().map(|b| b ^ KEY));
+            Ok(Frame {
+                more: false,
+                command: true,
+                data: body.freeze(),
+            })
+        }
+
+        fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+            self.opened.fetch_add(1, Ordering::Relaxed);
+            let bad = |reason| ProtocolError::MalformedCommand {
+                command: "MESSAGE".into(),
+                reason,
+            };
+            if !frame.command || frame.more {
+                return Err(bad("not a single command frame"));
+            }
+            let rest = frame
+                .data
+                .strip_prefix(MESSAGE)
+                .ok_or(bad("not a MESSAGE"))?;
+            let (&flags, body) = rest.split_first().ok_or(bad("no flags"))?;
+            Ok(Frame {
+                more: flags & 1 != 0,
+                command: flags & 2 != 0,
+                data: body.iter().map(|b| b ^ KEY).collect(),
+            })
+        }
+    }
+
+    struct Counted {
+        conn: Connection,
+        sealed: Arc<AtomicUsize>,
+        opened: Arc<AtomicUsize>,
+    }
+
+    fn boxed(socket_type: SocketType, now: Instant) -> Counted {
+        boxed_with(Config::new(socket_type), false, now)
+    }
+
+    fn boxed_with(config: Config, refuse: bool, now: Instant) -> Counted {
+        let (sealed, opened) = (Arc::default(), Arc::default());
+        let mechanism = Boxed {
+            null: NullMechanism::new(config.ready_properties().unwrap()),
+            sealed: Arc::clone(&sealed),
+            opened: Arc::clone(&opened),
+            refuse,
+        };
+        Counted {
+            conn: Connection::with_mechanism(config, Box::new(mechanism), now),
+            sealed,
+            opened,
+        }
+    }
+
+    fn drain(conn: &mut Connection) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(chunk) = conn.pop_tx_chunk() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+
+    fn events(conn: &mut Connection) -> Vec<Event> {
+        let mut out = Vec::new();
+        while let Some(ev) = conn.poll_event().unwrap() {
+            out.push(ev);
+        }
+        out
+    }
+
+    /// Cuts a byte stream into (flags, body) frames.
+    fn frames(mut wire: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        while !wire.is_empty() {
+            let flags = wire[0];
+            assert_eq!(flags & crate::frame::FLAG_LONG, 0, "test frames are short");
+            let len = usize::from(wire[1]);
+            out.push((flags, wire[2..2 + len].to_vec()));
+            wire = &wire[2 + len..];
+        }
+        out
+    }
+
+    fn handshake(a: &mut Counted, b: &mut Counted, now: Instant) {
+        for _ in 0..3 {
+            let ab = drain(&mut a.conn);
+            let ba = drain(&mut b.conn);
+            b.conn.feed(&ab, now);
+            a.conn.feed(&ba, now);
+            events(&mut a.conn);
+            events(&mut b.conn);
+        }
+        assert!(a.conn.is_ready() && b.conn.is_ready());
+        // The handshake itself is the mechanism's business: no hook ran.
+        for side in [&*a, &*b] {
+            assert_eq!(side.sealed.load(Ordering::Relaxed), 0);
+            assert_eq!(side.opened.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    #[test]
+    fn seal_and_open_carry_messages_and_commands() {
+        let now = Instant::now();
+        let mut xsub = boxed(SocketType::XSub, now);
+        let mut xpub = boxed(SocketType::XPub, now);
+        handshake(&mut xsub, &mut xpub, now);
+
+        let parts = [
+            Bytes::from_static(b"topic"),
+            Bytes::new(),
+            Bytes::from_static(b"body"),
+        ];
+        xsub.conn.send(&parts).unwrap();
+        xsub.conn.subscribe(b"news").unwrap();
+        assert_eq!(xsub.sealed.load(Ordering::Relaxed), 4);
+
+        // On the wire: four single MESSAGE command frames, nothing in clear.
+        let wire = drain(&mut xsub.conn);
+        let sent = frames(&wire);
+        assert_eq!(sent.len(), 4);
+        for (flags, body) in &sent {
+            assert_eq!(*flags, crate::frame::FLAG_COMMAND);
+            assert!(body.starts_with(MESSAGE));
+        }
+        assert_eq!(&sent[0].1[MESSAGE.len()..], b"\x01\xd1\xca\xd5\xcc\xc6");
+        assert_eq!(&sent[1].1[MESSAGE.len()..], b"\x01");
+        assert_eq!(sent[3].1[MESSAGE.len()], 0x02);
+
+        xpub.conn.feed(&wire, now);
+        assert_eq!(
+            events(&mut xpub.conn),
+            vec![
+                Event::Message(parts.iter().cloned().collect()),
+                Event::Subscribe(Bytes::from_static(b"news")),
+            ]
+        );
+        assert_eq!(xpub.opened.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_heartbeat_is_sealed_both_ways() {
+        let now = Instant::now();
+        let mut config = Config::new(SocketType::Pair);
+        config.heartbeat_ivl = Some(Duration::from_secs(1));
+        let mut a = boxed_with(config, false, now);
+        let mut b = boxed(SocketType::Pair, now);
+        handshake(&mut a, &mut b, now);
+        // a's timer PINGs; b answers with a PONG; both go sealed.
+        a.conn
+            .handle_timeout(a.conn.poll_timeout().unwrap())
+            .unwrap();
+        assert_eq!(a.sealed.load(Ordering::Relaxed), 1);
+        b.conn.feed(&drain(&mut a.conn), now);
+        assert_eq!(events(&mut b.conn), vec![]);
+        let pong = drain(&mut b.conn);
+        assert!(frames(&pong)[0].1.starts_with(MESSAGE));
+        a.conn.feed(&pong, now);
+        assert_eq!(events(&mut a.conn), vec![]);
+        assert_eq!(b.opened.load(Ordering::Relaxed), 1);
+        assert_eq!(b.sealed.load(Ordering::Relaxed), 1);
+        assert_eq!(a.opened.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_frame_that_does_not_open_fails_the_connection() {
+        let now = Instant::now();
+        let mut push = boxed(SocketType::Push, now);
+        let mut pull = boxed(SocketType::Pull, now);
+        handshake(&mut push, &mut pull, now);
+        // A plain data frame, as a NULL peer would send it.
+        pull.conn.feed(b"\x00\x02hi", now);
+        assert!(matches!(
+            pull.conn.poll_event(),
+            Err(ProtocolError::MalformedCommand { .. })
+        ));
+        assert_eq!(pull.opened.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_frame_that_cannot_be_sealed_closes_the_connection() {
+        let now = Instant::now();
+        let mut push = boxed_with(Config::new(SocketType::Push), true, now);
+        let mut pull = boxed(SocketType::Pull, now);
+        handshake(&mut push, &mut pull, now);
+        assert_eq!(
+            push.conn.send(&[Bytes::from_static(b"x")]),
+            Err(UsageError::Closed)
+        );
+        assert!(matches!(
+            push.conn.poll_event(),
+            Err(ProtocolError::MalformedCommand { .. })
+        ));
+        assert_eq!(
+            push.conn.send(&[Bytes::from_static(b"x")]),
+            Err(UsageError::Closed)
+        );
+        assert_eq!(push.sealed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn null_never_calls_the_hooks() {
+        let now = Instant::now();
+        let mut push = Connection::new(Config::new(SocketType::Push), now).unwrap();
+        let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+        for _ in 0..3 {
+            pull.feed(&drain(&mut push), now);
+            push.feed(&drain(&mut pull), now);
+            events(&mut pull);
+            events(&mut push);
+        }
+        assert!(push.is_ready() && pull.is_ready());
+        assert!(!push.sealing && !pull.sealing);
     }
 }

@@ -14,7 +14,7 @@ use std::io::IoSlice;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::command::Command;
-use crate::frame::{encode_header, header_len};
+use crate::frame::{encode_header, header_len, Frame};
 
 /// Default size from which bodies are sent by reference (libzmq uses its
 /// 8 KiB batch size for the same cut).
@@ -91,6 +91,13 @@ impl Encoder {
         encode_header(&mut self.batch, body_len, false, true);
         cmd.encode(&mut self.batch);
         self.len += header_len(body_len) + body_len;
+    }
+
+    /// Queues a frame with the flags it carries: a data frame or a
+    /// command, MORE set or not. This is how frames a mechanism has
+    /// sealed are queued.
+    pub fn push_wire(&mut self, frame: &Frame) {
+        self.push(&frame.data, frame.more, frame.command);
     }
 
     fn push(&mut self, body: &Bytes, more: bool, command: bool) {
