@@ -48,10 +48,11 @@
 //! assert!(matches!(&events[..], [Event::Message(m)] if &m[0][..] == b"hello"));
 //! ```
 
+use std::collections::VecDeque;
 use std::mem;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
 use crate::command::Command;
@@ -203,7 +204,11 @@ pub struct Connection {
     /// The mechanism's [`Mechanism::transforms_frames`], asked once when
     /// the handshake completes: whether frames go through seal/open.
     sealing: bool,
+    /// Received bytes not yet decoded, from `recv_buf` and `feed`.
     rx: BytesMut,
+    /// Buffers handed in with `handle_input`, not yet decoded. Their bytes
+    /// come after those in `rx`; none is empty.
+    owned: VecDeque<Bytes>,
     decoder: FrameDecoder,
     tx: Encoder,
     partial: Multipart,
@@ -250,6 +255,7 @@ impl Connection {
             mechanism,
             sealing: false,
             rx: BytesMut::new(),
+            owned: VecDeque::new(),
             tx,
             partial: Multipart::new(),
             version: None,
@@ -280,7 +286,12 @@ impl Connection {
     /// [`Connection::input_received`]. The spare room follows what has
     /// arrived: a frame that announces gigabytes gets buffer space only
     /// as its bytes come in.
+    ///
+    /// Buffers given to [`Connection::handle_input`] and not yet decoded
+    /// are first copied into this buffer, so input stays in order however
+    /// the styles are mixed.
     pub fn recv_buf(&mut self) -> &mut BytesMut {
+        self.take_owned_input();
         let want = self.read_size();
         if self.rx.capacity() - self.rx.len() < want {
             self.rx.reserve(want);
@@ -306,8 +317,77 @@ impl Connection {
     /// Copies `data` into the read buffer and records it: for transports
     /// that receive owned buffers, and for tests.
     pub fn feed(&mut self, data: &[u8], now: Instant) {
+        self.take_owned_input();
         self.rx.extend_from_slice(data);
         self.input_received(now);
+    }
+
+    /// Hands over a buffer of received bytes that the caller owns (for
+    /// example a registered page that a fabric transport received whole)
+    /// and records it at `now`. Nothing is copied here: decoding happens
+    /// in [`Connection::poll_event`], which returns every frame lying
+    /// wholly inside `data` as a slice of it (`Bytes` sharing its memory),
+    /// so the buffer stays alive as long as any such frame, or the
+    /// connection, holds it. (A small message thus keeps its whole page:
+    /// a transport that must recycle pages quickly copies such messages
+    /// out.)
+    ///
+    /// A frame cut by the end of one buffer is assembled by copying, once
+    /// the next buffer arrives: its bytes (and only its bytes) go to the
+    /// internal read buffer, and decoding goes back to slicing the caller's
+    /// buffers right after it. Size limits are checked on the header,
+    /// before anything is copied.
+    ///
+    /// The input styles can be mixed at any point, even in the middle of
+    /// a frame: bytes count in the order they were handed in. Calling
+    /// [`Connection::recv_buf`] or [`Connection::feed`] while buffers from
+    /// this method are still undecoded copies those into the read buffer
+    /// first, so for zero copy poll events until `Ok(None)` before
+    /// switching.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use bytes::Bytes;
+    /// use fabriq_zmtp::{Config, Connection, Event, SocketType};
+    ///
+    /// let now = Instant::now();
+    /// let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+    /// // A PUSH peer's greeting and READY, then two one-frame messages,
+    /// // all in one received page.
+    /// let mut wire = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 1];
+    /// wire.extend_from_slice(b"NULL");
+    /// wire.resize(64, 0);
+    /// wire.extend_from_slice(b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH");
+    /// let at = wire.len();
+    /// wire.extend_from_slice(b"\x00\x05hello\x00\x02hi");
+    /// let page = Bytes::from(wire);
+    ///
+    /// pull.handle_input(page.clone(), now);
+    /// assert_eq!(pull.poll_event(), Ok(Some(Event::HandshakeComplete)));
+    /// let Ok(Some(Event::Message(m))) = pull.poll_event() else { panic!() };
+    /// assert_eq!(&m[0][..], b"hello");
+    /// assert_eq!(m[0].as_ptr(), page[at + 2..].as_ptr()); // a slice of the page
+    /// assert!(matches!(pull.poll_event(), Ok(Some(Event::Message(_)))));
+    /// assert_eq!(pull.poll_event(), Ok(None));
+    /// ```
+    pub fn handle_input(&mut self, data: Bytes, now: Instant) {
+        if !data.is_empty() {
+            self.owned.push_back(data);
+        }
+        self.input_received(now);
+    }
+
+    /// Moves undecoded [`Connection::handle_input`] buffers behind the read
+    /// buffer's contents (a copy), before more bytes are appended there.
+    fn take_owned_input(&mut self) {
+        for data in self.owned.drain(..) {
+            self.rx.extend_from_slice(&data);
+        }
+    }
+
+    /// Received bytes not yet decoded, in both buffers.
+    fn buffered(&self) -> usize {
+        self.rx.len() + self.owned.iter().map(Bytes::len).sum::<usize>()
     }
 
     /// Tells the connection that the peer closed its side (end of stream),
@@ -320,13 +400,13 @@ impl Connection {
             State::Failed(_) => return None,
             State::Greeting => "greeting",
             State::Handshake => "handshake",
-            State::Active if !self.rx.is_empty() => "frame",
+            State::Active if self.buffered() > 0 => "frame",
             State::Active if !self.partial.is_empty() => "multipart message",
             State::Active => return None,
         };
         let error = ProtocolError::Truncated {
             stage,
-            buffered: self.rx.len(),
+            buffered: self.buffered(),
         };
         self.state = State::Failed(error.clone());
         Some(error)
@@ -345,19 +425,12 @@ impl Connection {
     fn step(&mut self) -> Result<Option<Event>, ProtocolError> {
         loop {
             match self.state {
-                State::Greeting => {
-                    if self.rx.is_empty() {
-                        return Ok(None);
-                    }
-                    let (used, greeting) = self.greeting.feed(&self.rx)?;
-                    self.rx.advance(used);
-                    match greeting {
-                        Some(g) => self.on_greeting(g)?,
-                        None => return Ok(None),
-                    }
-                }
+                State::Greeting => match self.next_greeting()? {
+                    Some(g) => self.on_greeting(g)?,
+                    None => return Ok(None),
+                },
                 State::Handshake => {
-                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                    let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
                     if !frame.command {
@@ -375,7 +448,7 @@ impl Connection {
                     }
                 }
                 State::Active => {
-                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                    let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
                     let frame = self.open(frame)?;
@@ -397,6 +470,64 @@ impl Connection {
                 State::Failed(ref e) => return Err(e.clone()),
             }
         }
+    }
+
+    /// Feeds buffered input to the greeting decoder until the greeting is
+    /// complete or the input runs out.
+    fn next_greeting(&mut self) -> Result<Option<Greeting>, ProtocolError> {
+        loop {
+            let greeting = if !self.rx.is_empty() {
+                let (used, greeting) = self.greeting.feed(&self.rx)?;
+                self.rx.advance(used);
+                greeting
+            } else if let Some(front) = self.owned.front_mut() {
+                let (used, greeting) = self.greeting.feed(front)?;
+                front.advance(used);
+                if front.is_empty() {
+                    self.owned.pop_front();
+                }
+                greeting
+            } else {
+                return Ok(None);
+            };
+            if greeting.is_some() {
+                return Ok(greeting);
+            }
+        }
+    }
+
+    /// The next complete frame of buffered input.
+    #[inline]
+    fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        if self.owned.is_empty() {
+            // Only the read buffer holds input: the stream path.
+            return self.decoder.decode(&mut self.rx);
+        }
+        self.next_frame_from_owned()
+    }
+
+    /// The next frame when caller buffers are queued: sliced out of the
+    /// first one when it holds the whole frame, else assembled in `rx`.
+    fn next_frame_from_owned(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        if self.rx.is_empty() {
+            if let Some(front) = self.owned.front_mut() {
+                if let Some(frame) = self.decoder.decode_bytes(front)? {
+                    if front.is_empty() {
+                        self.owned.pop_front();
+                    }
+                    return Ok(Some(frame));
+                }
+            }
+            if self.owned.len() < 2 {
+                // The frame goes on in a buffer yet to come; copy nothing
+                // until then.
+                return Ok(None);
+            }
+        }
+        // The frame at the front continues into the next buffer (or began
+        // in `rx`): copy exactly its bytes into `rx`, then cut it there.
+        self.decoder.assemble(&mut self.rx, &mut self.owned)?;
+        self.decoder.decode(&mut self.rx)
     }
 
     fn on_greeting(&mut self, peer: Greeting) -> Result<(), ProtocolError> {
@@ -637,6 +768,46 @@ impl Connection {
     /// owned buffers.
     pub fn pop_tx_chunk(&mut self) -> Option<Bytes> {
         self.tx.pop_chunk()
+    }
+
+    /// Moves up to `max` bytes of pending output (greeting, commands,
+    /// frames, in order) into `buf`, never more than `buf` has room for
+    /// (`BufMut::remaining_mut`), and returns how many. `0` means nothing
+    /// is pending, or no room. The bytes leave the same queue that
+    /// [`Connection::pending`] shows and [`Connection::advance_tx`] and
+    /// [`Connection::pop_tx_chunk`] consume, so the styles can be mixed:
+    /// the stream is the same byte for byte. Every byte is copied, large
+    /// bodies included; transports that can write from the connection's
+    /// own buffers should prefer [`Connection::pending`].
+    pub fn poll_transmit<B: BufMut + ?Sized>(&mut self, buf: &mut B, max: usize) -> usize {
+        self.tx.copy_into(buf, max)
+    }
+
+    /// Fills `out` (say, a registered page of fixed size) with pending
+    /// output and returns how many bytes were written at its start: all
+    /// of `out` unless less was pending. The same as
+    /// [`Connection::poll_transmit`] with `out` as the buffer.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use fabriq_zmtp::{Config, Connection, SocketType};
+    ///
+    /// let mut conn = Connection::new(Config::new(SocketType::Push), Instant::now()).unwrap();
+    /// let mut page = [0u8; 48];
+    /// let mut stream = Vec::new();
+    /// loop {
+    ///     let n = conn.encode_into(&mut page);
+    ///     if n == 0 {
+    ///         break;
+    ///     }
+    ///     stream.extend_from_slice(&page[..n]); // post the page
+    /// }
+    /// assert_eq!(stream.len(), 64); // the greeting, in two pages
+    /// assert!(conn.pending().is_empty());
+    /// ```
+    pub fn encode_into(&mut self, out: &mut [u8]) -> usize {
+        let mut dst = out;
+        self.tx.copy_into(&mut dst, usize::MAX)
     }
 
     // ---- time ------------------------------------------------------------

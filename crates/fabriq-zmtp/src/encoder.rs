@@ -5,8 +5,11 @@
 //! thousand 8-byte messages leave in one `write`. A body of at least
 //! `by_ref_threshold` bytes is not copied: the batch so far is sealed, the
 //! body's `Bytes` handle is queued after it, and the transport writes the
-//! pieces with one `writev` ([`Encoder::io_slices`]) or hands them on one
-//! by one ([`Encoder::pop_chunk`], for transports that move whole buffers).
+//! pieces with one `writev` ([`Encoder::io_slices`]), hands them on one
+//! by one ([`Encoder::pop_chunk`], for transports that move whole buffers),
+//! or copies the byte stream into buffers it provides
+//! ([`Encoder::copy_into`], for transports that fill fixed-size pages).
+//! All three take from the same queue, in order, and can be mixed.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -163,6 +166,53 @@ impl Encoder {
         }
     }
 
+    /// Copies up to `max` bytes from the front of the queue into `dst`
+    /// (never more than `dst.remaining_mut()`), removes them from the
+    /// queue, and returns how many were copied. The bytes are the ones
+    /// [`Encoder::io_slices`] would have shown, in the same order; large
+    /// bodies kept by reference are copied too, since the destination is
+    /// the caller's.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use fabriq_zmtp::Encoder;
+    /// let mut enc = Encoder::new(1024);
+    /// enc.push_frame(&Bytes::from_static(b"hello"), false);
+    /// let mut page = [0u8; 4];
+    /// assert_eq!(enc.copy_into(&mut &mut page[..], usize::MAX), 4);
+    /// assert_eq!(&page, b"\x00\x05he");
+    /// let mut rest = Vec::new();
+    /// assert_eq!(enc.copy_into(&mut rest, usize::MAX), 3);
+    /// assert_eq!(rest, b"llo");
+    /// assert!(enc.is_empty());
+    /// ```
+    pub fn copy_into<B: BufMut + ?Sized>(&mut self, dst: &mut B, max: usize) -> usize {
+        let total = max.min(dst.remaining_mut()).min(self.len);
+        let mut left = total;
+        while left > 0 {
+            match self.queue.front_mut() {
+                Some(front) => {
+                    let n = left.min(front.len());
+                    dst.put_slice(&front[..n]);
+                    if n == front.len() {
+                        self.queue.pop_front();
+                    } else {
+                        front.advance(n);
+                    }
+                    left -= n;
+                }
+                None => {
+                    // Whatever is left lies in the batch (`total <= len`).
+                    dst.put_slice(&self.batch[..left]);
+                    self.batch.advance(left);
+                    left = 0;
+                }
+            }
+        }
+        self.len -= total;
+        total
+    }
+
     /// Takes the next whole piece (sealing the current batch), for
     /// transports that move owned buffers rather than write into a stream.
     pub fn pop_chunk(&mut self) -> Option<Bytes> {
@@ -230,5 +280,41 @@ mod tests {
         assert_eq!(written, expected);
         enc.push_raw(b"more");
         assert_eq!(drain(&mut enc), b"more");
+    }
+
+    #[test]
+    fn copy_into_fills_pages_across_pieces() {
+        let big = Bytes::from((0..=255u8).cycle().take(300).collect::<Vec<u8>>());
+        let mut enc = Encoder::new(64);
+        enc.push_raw(b"greeting");
+        enc.push_frame(&Bytes::from_static(b"a"), true);
+        enc.push_frame(&big, false);
+        enc.push_frame(&Bytes::from_static(b"z"), false);
+        let mut expected = b"greeting\x01\x01a\x02".to_vec();
+        expected.extend_from_slice(&300u64.to_be_bytes());
+        expected.extend_from_slice(&big);
+        expected.extend_from_slice(b"\x00\x01z");
+        assert_eq!(enc.len(), expected.len());
+
+        let mut out = Vec::new();
+        let mut page = [0u8; 7];
+        loop {
+            let n = enc.copy_into(&mut &mut page[..], usize::MAX);
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&page[..n]);
+        }
+        assert_eq!(out, expected);
+        assert!(enc.is_empty());
+
+        // `max` bounds a growable destination; an empty queue copies nothing.
+        enc.push_raw(b"0123456789");
+        let mut grow = Vec::new();
+        assert_eq!(enc.copy_into(&mut grow, 4), 4);
+        assert_eq!(enc.copy_into(&mut grow, 0), 0);
+        assert_eq!(enc.copy_into(&mut grow, 100), 6);
+        assert_eq!(enc.copy_into(&mut grow, 100), 0);
+        assert_eq!(grow, b"0123456789");
     }
 }
