@@ -1,17 +1,10 @@
 //! One ZMTP connection as a sans-IO state machine.
 //!
-//! The transport owns the socket; the [`Connection`] owns the protocol. The
-//! loop a transport runs is:
-//!
-//! 1. read into [`Connection::recv_buf`], then call
-//!    [`Connection::input_received`] with the current time;
-//! 2. call [`Connection::poll_event`] until it returns `Ok(None)`, handing
-//!    each event to the socket pattern;
-//! 3. queue outgoing messages with [`Connection::send`] /
-//!    [`Connection::subscribe`], then write [`Connection::pending`]
-//!    (vectored) and report progress with [`Connection::advance_tx`];
-//! 4. sleep until readiness or [`Connection::poll_timeout`], and call
-//!    [`Connection::handle_timeout`] when that passes.
+//! The transport owns the socket; the [`Connection`] owns the protocol.
+//! Bytes and time go in through `handle_*` methods, the socket's wishes
+//! through `send`/`subscribe`/`cancel`, and events, bytes and deadlines
+//! come out through `poll_*` methods; the [`Connection`] documentation
+//! lists them all and the order to call them in.
 //!
 //! Nothing in here reads a clock, spawns a thread or touches a socket, so
 //! the same engine runs over TCP, IPC, and fabric pages, and the tests can
@@ -194,7 +187,66 @@ enum State {
     Failed(ProtocolError),
 }
 
-/// The protocol state of one connection. See the module documentation.
+/// The protocol state of one connection.
+///
+/// # Method grammar
+///
+/// As in quinn-proto, a method's name says what kind of call it is.
+///
+/// **Getters** (`&self`, no effect): [`is_ready`](Self::is_ready),
+/// [`peer`](Self::peer), [`read_size`](Self::read_size),
+/// [`pending`](Self::pending).
+///
+/// **`handle_*`: input, bytes and time.** These only store what they are
+/// given; nothing is decoded until `poll_event`.
+/// * [`handle_input`](Self::handle_input)`(Bytes, now)`: a buffer the
+///   caller owns; frames inside it come out as slices of it.
+/// * [`recv_buf`](Self::recv_buf) then
+///   [`input_received`](Self::input_received)`(now)`: read straight into
+///   the connection's buffer (the TCP and IPC path).
+/// * [`feed`](Self::feed)`(&[u8], now)`: copy a slice in.
+/// * [`end_of_input`](Self::end_of_input): the peer closed its side.
+/// * [`handle_timeout`](Self::handle_timeout)`(now)`: time passed; may
+///   queue a PING or fail the connection.
+///
+/// The three byte styles can be mixed, in any order (see `handle_input`).
+/// `recv_buf`, `input_received` and `feed` keep their older names.
+///
+/// **Mutators: what the socket wants sent.** [`send`](Self::send),
+/// [`subscribe`](Self::subscribe), [`cancel`](Self::cancel). They queue
+/// output and nothing else.
+///
+/// **`poll_*`: output, events, bytes and deadlines.**
+/// * [`poll_event`](Self::poll_event): decodes buffered input, one event
+///   per call, `Ok(None)` when it needs more. It may queue output too
+///   (handshake commands, PONG, an ERROR for a refused handshake).
+/// * transmit, four views of one queue, freely mixed:
+///   [`poll_transmit`](Self::poll_transmit)`(buf, max)` and
+///   [`encode_into`](Self::encode_into)`(&mut [u8])` copy into a buffer the
+///   caller provides (fixed-size pages); [`pending`](Self::pending) then
+///   [`advance_tx`](Self::advance_tx) write vectored from the connection's
+///   own buffers without a copy; [`pop_tx_chunk`](Self::pop_tx_chunk)
+///   takes whole pieces.
+/// * [`poll_timeout`](Self::poll_timeout): when `handle_timeout` is next
+///   due.
+///
+/// # Order of calls
+///
+/// 1. [`new`](Self::new); our greeting is queued at once, so transmit
+///    (step 4) right away.
+/// 2. On input: one `handle_*` byte call, then `poll_event` until
+///    `Ok(None)`, handing each event to the socket pattern. An `Err` means
+///    the connection is dead: transmit what is queued (it may hold an
+///    ERROR for the peer) and close.
+/// 3. Mutators, whenever the socket has something to send (after
+///    [`Event::HandshakeComplete`]).
+/// 4. Transmit until nothing is pending, after each of steps 1, 2, 3 and
+///    5, since all of them can queue output.
+/// 5. Wait for input or `poll_timeout`, whichever is first; when the
+///    deadline passes call `handle_timeout`, then transmit.
+///
+/// At end of stream, poll the remaining events first, then call
+/// `end_of_input` to tell a clean close from a truncated one.
 #[derive(Debug)]
 pub struct Connection {
     config: Config,
