@@ -1,17 +1,10 @@
 //! One ZMTP connection as a sans-IO state machine.
 //!
-//! The transport owns the socket; the [`Connection`] owns the protocol. The
-//! loop a transport runs is:
-//!
-//! 1. read into [`Connection::recv_buf`], then call
-//!    [`Connection::input_received`] with the current time;
-//! 2. call [`Connection::poll_event`] until it returns `Ok(None)`, handing
-//!    each event to the socket pattern;
-//! 3. queue outgoing messages with [`Connection::send`] /
-//!    [`Connection::subscribe`], then write [`Connection::pending`]
-//!    (vectored) and report progress with [`Connection::advance_tx`];
-//! 4. sleep until readiness or [`Connection::poll_timeout`], and call
-//!    [`Connection::handle_timeout`] when that passes.
+//! The transport owns the socket; the [`Connection`] owns the protocol.
+//! Bytes and time go in through `handle_*` methods, the socket's wishes
+//! through `send`/`subscribe`/`cancel`, and events, bytes and deadlines
+//! come out through `poll_*` methods; the [`Connection`] documentation
+//! lists them all and the order to call them in.
 //!
 //! Nothing in here reads a clock, spawns a thread or touches a socket, so
 //! the same engine runs over TCP, IPC, and fabric pages, and the tests can
@@ -48,16 +41,17 @@
 //! assert!(matches!(&events[..], [Event::Message(m)] if &m[0][..] == b"hello"));
 //! ```
 
+use std::collections::VecDeque;
 use std::mem;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
 use crate::command::Command;
 use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
 use crate::error::{ProtocolError, UsageError};
-use crate::frame::FrameDecoder;
+use crate::frame::{Frame, FrameDecoder};
 use crate::greeting::{Greeting, GreetingDecoder, MechanismName, Version, OUR_VERSION};
 use crate::mechanism::{Mechanism, NullMechanism};
 use crate::properties::{Properties, IDENTITY, SOCKET_TYPE};
@@ -193,14 +187,80 @@ enum State {
     Failed(ProtocolError),
 }
 
-/// The protocol state of one connection. See the module documentation.
+/// The protocol state of one connection.
+///
+/// # Method grammar
+///
+/// As in quinn-proto, a method's name says what kind of call it is.
+///
+/// **Getters** (`&self`, no effect): [`is_ready`](Self::is_ready),
+/// [`peer`](Self::peer), [`read_size`](Self::read_size),
+/// [`pending`](Self::pending).
+///
+/// **`handle_*`: input, bytes and time.** These only store what they are
+/// given; nothing is decoded until `poll_event`.
+/// * [`handle_input`](Self::handle_input)`(Bytes, now)`: a buffer the
+///   caller owns; frames inside it come out as slices of it.
+/// * [`recv_buf`](Self::recv_buf) then
+///   [`input_received`](Self::input_received)`(now)`: read straight into
+///   the connection's buffer (the TCP and IPC path).
+/// * [`feed`](Self::feed)`(&[u8], now)`: copy a slice in.
+/// * [`end_of_input`](Self::end_of_input): the peer closed its side.
+/// * [`handle_timeout`](Self::handle_timeout)`(now)`: time passed; may
+///   queue a PING or fail the connection.
+///
+/// The three byte styles can be mixed, in any order (see `handle_input`).
+/// `recv_buf`, `input_received` and `feed` keep their older names.
+///
+/// **Mutators: what the socket wants sent.** [`send`](Self::send),
+/// [`subscribe`](Self::subscribe), [`cancel`](Self::cancel). They queue
+/// output and nothing else.
+///
+/// **`poll_*`: output, events, bytes and deadlines.**
+/// * [`poll_event`](Self::poll_event): decodes buffered input, one event
+///   per call, `Ok(None)` when it needs more. It may queue output too
+///   (handshake commands, PONG, an ERROR for a refused handshake).
+/// * transmit, four views of one queue, freely mixed:
+///   [`poll_transmit`](Self::poll_transmit)`(buf, max)` and
+///   [`encode_into`](Self::encode_into)`(&mut [u8])` copy into a buffer the
+///   caller provides (fixed-size pages); [`pending`](Self::pending) then
+///   [`advance_tx`](Self::advance_tx) write vectored from the connection's
+///   own buffers without a copy; [`pop_tx_chunk`](Self::pop_tx_chunk)
+///   takes whole pieces.
+/// * [`poll_timeout`](Self::poll_timeout): when `handle_timeout` is next
+///   due.
+///
+/// # Order of calls
+///
+/// 1. [`new`](Self::new); our greeting is queued at once, so transmit
+///    (step 4) right away.
+/// 2. On input: one `handle_*` byte call, then `poll_event` until
+///    `Ok(None)`, handing each event to the socket pattern. An `Err` means
+///    the connection is dead: transmit what is queued (it may hold an
+///    ERROR for the peer) and close.
+/// 3. Mutators, whenever the socket has something to send (after
+///    [`Event::HandshakeComplete`]).
+/// 4. Transmit until nothing is pending, after each of steps 1, 2, 3 and
+///    5, since all of them can queue output.
+/// 5. Wait for input or `poll_timeout`, whichever is first; when the
+///    deadline passes call `handle_timeout`, then transmit.
+///
+/// At end of stream, poll the remaining events first, then call
+/// `end_of_input` to tell a clean close from a truncated one.
 #[derive(Debug)]
 pub struct Connection {
     config: Config,
     state: State,
     greeting: GreetingDecoder,
     mechanism: Box<dyn Mechanism>,
+    /// The mechanism's [`Mechanism::transforms_frames`], asked once when
+    /// the handshake completes: whether frames go through seal/open.
+    sealing: bool,
+    /// Received bytes not yet decoded, from `recv_buf` and `feed`.
     rx: BytesMut,
+    /// Buffers handed in with `handle_input`, not yet decoded. Their bytes
+    /// come after those in `rx`; none is empty.
+    owned: VecDeque<Bytes>,
     decoder: FrameDecoder,
     tx: Encoder,
     partial: Multipart,
@@ -224,6 +284,12 @@ impl Connection {
             MechanismName::Null => Box::new(NullMechanism::new(ours)),
             other => return Err(UsageError::MechanismNotSupported(other)),
         };
+        Ok(Connection::with_mechanism(config, mechanism, now))
+    }
+
+    /// A new connection running `mechanism` (which must match
+    /// `config.mechanism` on the wire).
+    fn with_mechanism(config: Config, mechanism: Box<dyn Mechanism>, now: Instant) -> Connection {
         let mut tx = Encoder::new(config.by_ref_threshold);
         tx.push_raw(
             &Greeting {
@@ -233,13 +299,15 @@ impl Connection {
             }
             .encode(),
         );
-        Ok(Connection {
+        Connection {
             decoder: FrameDecoder::new(config.max_msg_size, HANDSHAKE_MAX_COMMAND),
             handshake_deadline: config.handshake_ivl.map(|ivl| now + ivl),
             state: State::Greeting,
             greeting: GreetingDecoder::new(),
             mechanism,
+            sealing: false,
             rx: BytesMut::new(),
+            owned: VecDeque::new(),
             tx,
             partial: Multipart::new(),
             version: None,
@@ -250,25 +318,12 @@ impl Connection {
             ping_unanswered_since: None,
             peer_ttl: None,
             config,
-        })
-    }
-
-    /// The configuration this connection was made with.
-    pub fn config(&self) -> &Config {
-        &self.config
+        }
     }
 
     /// Whether the handshake is complete and messages can flow.
     pub fn is_ready(&self) -> bool {
         self.state == State::Active
-    }
-
-    /// The error that ended this connection, if it has failed.
-    pub fn failure(&self) -> Option<&ProtocolError> {
-        match &self.state {
-            State::Failed(e) => Some(e),
-            _ => None,
-        }
     }
 
     /// The peer's handshake metadata, once the handshake is complete.
@@ -283,7 +338,12 @@ impl Connection {
     /// [`Connection::input_received`]. The spare room follows what has
     /// arrived: a frame that announces gigabytes gets buffer space only
     /// as its bytes come in.
+    ///
+    /// Buffers given to [`Connection::handle_input`] and not yet decoded
+    /// are first copied into this buffer, so input stays in order however
+    /// the styles are mixed.
     pub fn recv_buf(&mut self) -> &mut BytesMut {
+        self.take_owned_input();
         let want = self.read_size();
         if self.rx.capacity() - self.rx.len() < want {
             self.rx.reserve(want);
@@ -309,8 +369,77 @@ impl Connection {
     /// Copies `data` into the read buffer and records it: for transports
     /// that receive owned buffers, and for tests.
     pub fn feed(&mut self, data: &[u8], now: Instant) {
+        self.take_owned_input();
         self.rx.extend_from_slice(data);
         self.input_received(now);
+    }
+
+    /// Hands over a buffer of received bytes that the caller owns (for
+    /// example a registered page that a fabric transport received whole)
+    /// and records it at `now`. Nothing is copied here: decoding happens
+    /// in [`Connection::poll_event`], which returns every frame lying
+    /// wholly inside `data` as a slice of it (`Bytes` sharing its memory),
+    /// so the buffer stays alive as long as any such frame, or the
+    /// connection, holds it. (A small message thus keeps its whole page:
+    /// a transport that must recycle pages quickly copies such messages
+    /// out.)
+    ///
+    /// A frame cut by the end of one buffer is assembled by copying, once
+    /// the next buffer arrives: its bytes (and only its bytes) go to the
+    /// internal read buffer, and decoding goes back to slicing the caller's
+    /// buffers right after it. Size limits are checked on the header,
+    /// before anything is copied.
+    ///
+    /// The input styles can be mixed at any point, even in the middle of
+    /// a frame: bytes count in the order they were handed in. Calling
+    /// [`Connection::recv_buf`] or [`Connection::feed`] while buffers from
+    /// this method are still undecoded copies those into the read buffer
+    /// first, so for zero copy poll events until `Ok(None)` before
+    /// switching.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use bytes::Bytes;
+    /// use fabriq_zmtp::{Config, Connection, Event, SocketType};
+    ///
+    /// let now = Instant::now();
+    /// let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+    /// // A PUSH peer's greeting and READY, then two one-frame messages,
+    /// // all in one received page.
+    /// let mut wire = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 1];
+    /// wire.extend_from_slice(b"NULL");
+    /// wire.resize(64, 0);
+    /// wire.extend_from_slice(b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PUSH");
+    /// let at = wire.len();
+    /// wire.extend_from_slice(b"\x00\x05hello\x00\x02hi");
+    /// let page = Bytes::from(wire);
+    ///
+    /// pull.handle_input(page.clone(), now);
+    /// assert_eq!(pull.poll_event(), Ok(Some(Event::HandshakeComplete)));
+    /// let Ok(Some(Event::Message(m))) = pull.poll_event() else { panic!() };
+    /// assert_eq!(&m[0][..], b"hello");
+    /// assert_eq!(m[0].as_ptr(), page[at + 2..].as_ptr()); // a slice of the page
+    /// assert!(matches!(pull.poll_event(), Ok(Some(Event::Message(_)))));
+    /// assert_eq!(pull.poll_event(), Ok(None));
+    /// ```
+    pub fn handle_input(&mut self, data: Bytes, now: Instant) {
+        if !data.is_empty() {
+            self.owned.push_back(data);
+        }
+        self.input_received(now);
+    }
+
+    /// Moves undecoded [`Connection::handle_input`] buffers behind the read
+    /// buffer's contents (a copy), before more bytes are appended there.
+    fn take_owned_input(&mut self) {
+        for data in self.owned.drain(..) {
+            self.rx.extend_from_slice(&data);
+        }
+    }
+
+    /// Received bytes not yet decoded, in both buffers.
+    fn buffered(&self) -> usize {
+        self.rx.len() + self.owned.iter().map(Bytes::len).sum::<usize>()
     }
 
     /// Tells the connection that the peer closed its side (end of stream),
@@ -323,13 +452,13 @@ impl Connection {
             State::Failed(_) => return None,
             State::Greeting => "greeting",
             State::Handshake => "handshake",
-            State::Active if !self.rx.is_empty() => "frame",
+            State::Active if self.buffered() > 0 => "frame",
             State::Active if !self.partial.is_empty() => "multipart message",
             State::Active => return None,
         };
         let error = ProtocolError::Truncated {
             stage,
-            buffered: self.rx.len(),
+            buffered: self.buffered(),
         };
         self.state = State::Failed(error.clone());
         Some(error)
@@ -348,19 +477,12 @@ impl Connection {
     fn step(&mut self) -> Result<Option<Event>, ProtocolError> {
         loop {
             match self.state {
-                State::Greeting => {
-                    if self.rx.is_empty() {
-                        return Ok(None);
-                    }
-                    let (used, greeting) = self.greeting.feed(&self.rx)?;
-                    self.rx.advance(used);
-                    match greeting {
-                        Some(g) => self.on_greeting(g)?,
-                        None => return Ok(None),
-                    }
-                }
+                State::Greeting => match self.next_greeting()? {
+                    Some(g) => self.on_greeting(g)?,
+                    None => return Ok(None),
+                },
                 State::Handshake => {
-                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                    let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
                     if !frame.command {
@@ -378,9 +500,10 @@ impl Connection {
                     }
                 }
                 State::Active => {
-                    let Some(frame) = self.decoder.decode(&mut self.rx)? else {
+                    let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
+                    let frame = self.open(frame)?;
                     if frame.command {
                         if frame.more {
                             return Err(ProtocolError::MultipartCommand);
@@ -399,6 +522,64 @@ impl Connection {
                 State::Failed(ref e) => return Err(e.clone()),
             }
         }
+    }
+
+    /// Feeds buffered input to the greeting decoder until the greeting is
+    /// complete or the input runs out.
+    fn next_greeting(&mut self) -> Result<Option<Greeting>, ProtocolError> {
+        loop {
+            let greeting = if !self.rx.is_empty() {
+                let (used, greeting) = self.greeting.feed(&self.rx)?;
+                self.rx.advance(used);
+                greeting
+            } else if let Some(front) = self.owned.front_mut() {
+                let (used, greeting) = self.greeting.feed(front)?;
+                front.advance(used);
+                if front.is_empty() {
+                    self.owned.pop_front();
+                }
+                greeting
+            } else {
+                return Ok(None);
+            };
+            if greeting.is_some() {
+                return Ok(greeting);
+            }
+        }
+    }
+
+    /// The next complete frame of buffered input.
+    #[inline]
+    fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        if self.owned.is_empty() {
+            // Only the read buffer holds input: the stream path.
+            return self.decoder.decode(&mut self.rx);
+        }
+        self.next_frame_from_owned()
+    }
+
+    /// The next frame when caller buffers are queued: sliced out of the
+    /// first one when it holds the whole frame, else assembled in `rx`.
+    fn next_frame_from_owned(&mut self) -> Result<Option<Frame>, ProtocolError> {
+        if self.rx.is_empty() {
+            if let Some(front) = self.owned.front_mut() {
+                if let Some(frame) = self.decoder.decode_bytes(front)? {
+                    if front.is_empty() {
+                        self.owned.pop_front();
+                    }
+                    return Ok(Some(frame));
+                }
+            }
+            if self.owned.len() < 2 {
+                // The frame goes on in a buffer yet to come; copy nothing
+                // until then.
+                return Ok(None);
+            }
+        }
+        // The frame at the front continues into the next buffer (or began
+        // in `rx`): copy exactly its bytes into `rx`, then cut it there.
+        self.decoder.assemble(&mut self.rx, &mut self.owned)?;
+        self.decoder.decode(&mut self.rx)
     }
 
     fn on_greeting(&mut self, peer: Greeting) -> Result<(), ProtocolError> {
@@ -438,6 +619,7 @@ impl Connection {
             properties: props,
         });
         self.state = State::Active;
+        self.sealing = self.mechanism.transforms_frames();
         self.handshake_deadline = None;
         self.decoder.set_max_command(
             self.config
@@ -454,7 +636,7 @@ impl Connection {
         let publisher = self.config.socket_type.is_publisher();
         Ok(match cmd {
             Command::Ping { ttl, context } => {
-                self.tx.push_command(&Command::Pong { context });
+                self.queue_command(&Command::Pong { context })?;
                 self.peer_ttl = (ttl > 0).then(|| Duration::from_millis(u64::from(ttl) * 100));
                 None
             }
@@ -482,6 +664,17 @@ impl Connection {
         Event::Message(msg)
     }
 
+    /// Undoes the mechanism's transform on a frame received after the
+    /// handshake: the one place where [`Mechanism::open`] is called.
+    #[inline]
+    fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+        if self.sealing {
+            self.mechanism.open(frame)
+        } else {
+            Ok(frame)
+        }
+    }
+
     fn flush_replies(&mut self) {
         for cmd in self.replies.drain(..) {
             self.tx.push_command(&cmd);
@@ -507,22 +700,74 @@ impl Connection {
     }
 
     /// Queues a message (all its frames).
+    ///
+    /// Fails with [`UsageError::NotReady`] before the handshake, with
+    /// [`UsageError::Closed`] once the connection has failed, and with
+    /// [`UsageError::EmptyMessage`] for no frames. If the mechanism cannot
+    /// seal a frame the connection fails ([`Connection::poll_event`] then
+    /// says why) and this returns [`UsageError::Closed`]; frames of the
+    /// message queued before that may still be written, as with any
+    /// connection that dies mid-message.
     pub fn send(&mut self, parts: &[Bytes]) -> Result<(), UsageError> {
         self.check_sendable()?;
         let (last, rest) = parts.split_last().ok_or(UsageError::EmptyMessage)?;
         for part in rest {
-            self.tx.push_frame(part, true);
+            let queued = self.queue_data(part, true);
+            self.or_close(queued)?;
         }
-        self.tx.push_frame(last, false);
+        let queued = self.queue_data(last, false);
+        self.or_close(queued)
+    }
+
+    /// Queues one data frame after the handshake, sealed if the mechanism
+    /// transforms frames.
+    #[inline]
+    fn queue_data(&mut self, body: &Bytes, more: bool) -> Result<(), ProtocolError> {
+        if self.sealing {
+            self.seal_and_queue(Frame {
+                more,
+                command: false,
+                data: body.clone(),
+            })
+        } else {
+            self.tx.push_frame(body, more);
+            Ok(())
+        }
+    }
+
+    /// Queues one command after the handshake, sealed if the mechanism
+    /// transforms frames. (Handshake commands are the mechanism's own and
+    /// go out as they are.)
+    #[inline]
+    fn queue_command(&mut self, cmd: &Command) -> Result<(), ProtocolError> {
+        if self.sealing {
+            let mut body = BytesMut::with_capacity(cmd.encoded_len());
+            cmd.encode(&mut body);
+            self.seal_and_queue(Frame {
+                more: false,
+                command: true,
+                data: body.freeze(),
+            })
+        } else {
+            self.tx.push_command(cmd);
+            Ok(())
+        }
+    }
+
+    /// The one place where [`Mechanism::seal`] is called.
+    fn seal_and_queue(&mut self, plain: Frame) -> Result<(), ProtocolError> {
+        let wire = self.mechanism.seal(plain)?;
+        self.tx.push_wire(&wire);
         Ok(())
     }
 
-    /// Queues one frame; `more` says whether frames of the same message
-    /// follow. The caller keeps messages whole.
-    pub fn send_frame(&mut self, body: &Bytes, more: bool) -> Result<(), UsageError> {
-        self.check_sendable()?;
-        self.tx.push_frame(body, more);
-        Ok(())
+    /// A local sealing failure ends the connection; the caller sees
+    /// [`UsageError::Closed`] and `poll_event` the reason.
+    fn or_close(&mut self, queued: Result<(), ProtocolError>) -> Result<(), UsageError> {
+        queued.map_err(|e| {
+            self.fail(e);
+            UsageError::Closed
+        })
     }
 
     /// Queues a subscription: a SUBSCRIBE command to a ZMTP 3.1 peer, the
@@ -545,19 +790,15 @@ impl Connection {
             } else {
                 Command::Cancel(topic)
             };
-            self.tx.push_command(&cmd);
+            let queued = self.queue_command(&cmd);
+            self.or_close(queued)
         } else {
             let mut frame = BytesMut::with_capacity(topic.len() + 1);
             frame.extend_from_slice(&[u8::from(subscribe)]);
             frame.extend_from_slice(&topic);
-            self.tx.push_frame(&frame.freeze(), false);
+            let queued = self.queue_data(&frame.freeze(), false);
+            self.or_close(queued)
         }
-        Ok(())
-    }
-
-    /// Queues an ERROR command (the caller then flushes and closes).
-    pub fn send_error(&mut self, reason: &str) {
-        self.tx.push_command(&Command::Error(reason.to_string()));
     }
 
     /// The negotiated version (ours until the peer's greeting is in).
@@ -579,6 +820,46 @@ impl Connection {
     /// owned buffers.
     pub fn pop_tx_chunk(&mut self) -> Option<Bytes> {
         self.tx.pop_chunk()
+    }
+
+    /// Moves up to `max` bytes of pending output (greeting, commands,
+    /// frames, in order) into `buf`, never more than `buf` has room for
+    /// (`BufMut::remaining_mut`), and returns how many. `0` means nothing
+    /// is pending, or no room. The bytes leave the same queue that
+    /// [`Connection::pending`] shows and [`Connection::advance_tx`] and
+    /// [`Connection::pop_tx_chunk`] consume, so the styles can be mixed:
+    /// the stream is the same byte for byte. Every byte is copied, large
+    /// bodies included; transports that can write from the connection's
+    /// own buffers should prefer [`Connection::pending`].
+    pub fn poll_transmit<B: BufMut + ?Sized>(&mut self, buf: &mut B, max: usize) -> usize {
+        self.tx.copy_into(buf, max)
+    }
+
+    /// Fills `out` (say, a registered page of fixed size) with pending
+    /// output and returns how many bytes were written at its start: all
+    /// of `out` unless less was pending. The same as
+    /// [`Connection::poll_transmit`] with `out` as the buffer.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use fabriq_zmtp::{Config, Connection, SocketType};
+    ///
+    /// let mut conn = Connection::new(Config::new(SocketType::Push), Instant::now()).unwrap();
+    /// let mut page = [0u8; 48];
+    /// let mut stream = Vec::new();
+    /// loop {
+    ///     let n = conn.encode_into(&mut page);
+    ///     if n == 0 {
+    ///         break;
+    ///     }
+    ///     stream.extend_from_slice(&page[..n]); // post the page
+    /// }
+    /// assert_eq!(stream.len(), 64); // the greeting, in two pages
+    /// assert!(conn.pending().is_empty());
+    /// ```
+    pub fn encode_into(&mut self, out: &mut [u8]) -> usize {
+        let mut dst = out;
+        self.tx.copy_into(&mut dst, usize::MAX)
     }
 
     // ---- time ------------------------------------------------------------
@@ -633,10 +914,14 @@ impl Connection {
                 let ttl = self.config.heartbeat_ttl.map_or(0, |t| {
                     u16::try_from(t.as_millis() / 100).unwrap_or(u16::MAX)
                 });
-                self.tx.push_command(&Command::Ping {
+                let ping = Command::Ping {
                     ttl,
                     context: Bytes::new(),
-                });
+                };
+                if let Err(e) = self.queue_command(&ping) {
+                    self.fail(e.clone());
+                    return Err(e);
+                }
                 self.next_ping = Some(now + ivl);
                 if self.ping_unanswered_since.is_none() {
                     self.ping_unanswered_since = Some(now);
@@ -644,5 +929,271 @@ impl Connection {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::properties::Properties;
+
+    const MESSAGE: &[u8] = b"\x07MESSAGE";
+    const KEY: u8 = 0xA5;
+
+    /// A test-only mechanism shaped like CURVE's frame transform: the NULL
+    /// handshake, then every frame travels as a MESSAGE command holding a
+    /// flags byte (bit0 MORE, bit1 COMMAND) and the body XORed with a key.
+    #[derive(Debug)]
+    struct Boxed {
+        null: NullMechanism,
+        sealed: Arc<AtomicUsize>,
+        opened: Arc<AtomicUsize>,
+        /// Refuse to seal (as CURVE must when its nonces run out).
+        refuse: bool,
+    }
+
+    impl Mechanism for Boxed {
+        fn start(&mut self, out: &mut Vec<Command>) {
+            self.null.start(out)
+        }
+
+        fn on_command(
+            &mut self,
+            cmd: Command,
+            out: &mut Vec<Command>,
+        ) -> Result<Option<Properties>, ProtocolError> {
+            self.null.on_command(cmd, out)
+        }
+
+        fn transforms_frames(&self) -> bool {
+            true
+        }
+
+        fn seal(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+            self.sealed.fetch_add(1, Ordering::Relaxed);
+            if self.refuse {
+                return Err(ProtocolError::MalformedCommand {
+                    command: "MESSAGE".into(),
+                    reason: "cannot seal",
+                });
+            }
+            let mut body = BytesMut::from(MESSAGE);
+            body.extend_from_slice(&[u8::from(frame.more) | u8::from(frame.command) << 1]);
+            body.extend(frame.data.iter().map(|b| b ^ KEY));
+            Ok(Frame {
+                more: false,
+                command: true,
+                data: body.freeze(),
+            })
+        }
+
+        fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+            self.opened.fetch_add(1, Ordering::Relaxed);
+            let bad = |reason| ProtocolError::MalformedCommand {
+                command: "MESSAGE".into(),
+                reason,
+            };
+            if !frame.command || frame.more {
+                return Err(bad("not a single command frame"));
+            }
+            let rest = frame
+                .data
+                .strip_prefix(MESSAGE)
+                .ok_or(bad("not a MESSAGE"))?;
+            let (&flags, body) = rest.split_first().ok_or(bad("no flags"))?;
+            Ok(Frame {
+                more: flags & 1 != 0,
+                command: flags & 2 != 0,
+                data: body.iter().map(|b| b ^ KEY).collect(),
+            })
+        }
+    }
+
+    struct Counted {
+        conn: Connection,
+        sealed: Arc<AtomicUsize>,
+        opened: Arc<AtomicUsize>,
+    }
+
+    fn boxed(socket_type: SocketType, now: Instant) -> Counted {
+        boxed_with(Config::new(socket_type), false, now)
+    }
+
+    fn boxed_with(config: Config, refuse: bool, now: Instant) -> Counted {
+        let (sealed, opened) = (Arc::default(), Arc::default());
+        let mechanism = Boxed {
+            null: NullMechanism::new(config.ready_properties().unwrap()),
+            sealed: Arc::clone(&sealed),
+            opened: Arc::clone(&opened),
+            refuse,
+        };
+        Counted {
+            conn: Connection::with_mechanism(config, Box::new(mechanism), now),
+            sealed,
+            opened,
+        }
+    }
+
+    fn drain(conn: &mut Connection) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(chunk) = conn.pop_tx_chunk() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+
+    fn events(conn: &mut Connection) -> Vec<Event> {
+        let mut out = Vec::new();
+        while let Some(ev) = conn.poll_event().unwrap() {
+            out.push(ev);
+        }
+        out
+    }
+
+    /// Cuts a byte stream into (flags, body) frames.
+    fn frames(mut wire: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        while !wire.is_empty() {
+            let flags = wire[0];
+            assert_eq!(flags & crate::frame::FLAG_LONG, 0, "test frames are short");
+            let len = usize::from(wire[1]);
+            out.push((flags, wire[2..2 + len].to_vec()));
+            wire = &wire[2 + len..];
+        }
+        out
+    }
+
+    fn handshake(a: &mut Counted, b: &mut Counted, now: Instant) {
+        for _ in 0..3 {
+            let ab = drain(&mut a.conn);
+            let ba = drain(&mut b.conn);
+            b.conn.feed(&ab, now);
+            a.conn.feed(&ba, now);
+            events(&mut a.conn);
+            events(&mut b.conn);
+        }
+        assert!(a.conn.is_ready() && b.conn.is_ready());
+        // The handshake itself is the mechanism's business: no hook ran.
+        for side in [&*a, &*b] {
+            assert_eq!(side.sealed.load(Ordering::Relaxed), 0);
+            assert_eq!(side.opened.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    #[test]
+    fn seal_and_open_carry_messages_and_commands() {
+        let now = Instant::now();
+        let mut xsub = boxed(SocketType::XSub, now);
+        let mut xpub = boxed(SocketType::XPub, now);
+        handshake(&mut xsub, &mut xpub, now);
+
+        let parts = [
+            Bytes::from_static(b"topic"),
+            Bytes::new(),
+            Bytes::from_static(b"body"),
+        ];
+        xsub.conn.send(&parts).unwrap();
+        xsub.conn.subscribe(b"news").unwrap();
+        assert_eq!(xsub.sealed.load(Ordering::Relaxed), 4);
+
+        // On the wire: four single MESSAGE command frames, nothing in clear.
+        let wire = drain(&mut xsub.conn);
+        let sent = frames(&wire);
+        assert_eq!(sent.len(), 4);
+        for (flags, body) in &sent {
+            assert_eq!(*flags, crate::frame::FLAG_COMMAND);
+            assert!(body.starts_with(MESSAGE));
+        }
+        assert_eq!(&sent[0].1[MESSAGE.len()..], b"\x01\xd1\xca\xd5\xcc\xc6");
+        assert_eq!(&sent[1].1[MESSAGE.len()..], b"\x01");
+        assert_eq!(sent[3].1[MESSAGE.len()], 0x02);
+
+        xpub.conn.feed(&wire, now);
+        assert_eq!(
+            events(&mut xpub.conn),
+            vec![
+                Event::Message(parts.iter().cloned().collect()),
+                Event::Subscribe(Bytes::from_static(b"news")),
+            ]
+        );
+        assert_eq!(xpub.opened.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_heartbeat_is_sealed_both_ways() {
+        let now = Instant::now();
+        let mut config = Config::new(SocketType::Pair);
+        config.heartbeat_ivl = Some(Duration::from_secs(1));
+        let mut a = boxed_with(config, false, now);
+        let mut b = boxed(SocketType::Pair, now);
+        handshake(&mut a, &mut b, now);
+        // a's timer PINGs; b answers with a PONG; both go sealed.
+        a.conn
+            .handle_timeout(a.conn.poll_timeout().unwrap())
+            .unwrap();
+        assert_eq!(a.sealed.load(Ordering::Relaxed), 1);
+        b.conn.feed(&drain(&mut a.conn), now);
+        assert_eq!(events(&mut b.conn), vec![]);
+        let pong = drain(&mut b.conn);
+        assert!(frames(&pong)[0].1.starts_with(MESSAGE));
+        a.conn.feed(&pong, now);
+        assert_eq!(events(&mut a.conn), vec![]);
+        assert_eq!(b.opened.load(Ordering::Relaxed), 1);
+        assert_eq!(b.sealed.load(Ordering::Relaxed), 1);
+        assert_eq!(a.opened.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_frame_that_does_not_open_fails_the_connection() {
+        let now = Instant::now();
+        let mut push = boxed(SocketType::Push, now);
+        let mut pull = boxed(SocketType::Pull, now);
+        handshake(&mut push, &mut pull, now);
+        // A plain data frame, as a NULL peer would send it.
+        pull.conn.feed(b"\x00\x02hi", now);
+        assert!(matches!(
+            pull.conn.poll_event(),
+            Err(ProtocolError::MalformedCommand { .. })
+        ));
+        assert_eq!(pull.opened.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_frame_that_cannot_be_sealed_closes_the_connection() {
+        let now = Instant::now();
+        let mut push = boxed_with(Config::new(SocketType::Push), true, now);
+        let mut pull = boxed(SocketType::Pull, now);
+        handshake(&mut push, &mut pull, now);
+        assert_eq!(
+            push.conn.send(&[Bytes::from_static(b"x")]),
+            Err(UsageError::Closed)
+        );
+        assert!(matches!(
+            push.conn.poll_event(),
+            Err(ProtocolError::MalformedCommand { .. })
+        ));
+        assert_eq!(
+            push.conn.send(&[Bytes::from_static(b"x")]),
+            Err(UsageError::Closed)
+        );
+        assert_eq!(push.sealed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn null_never_calls_the_hooks() {
+        let now = Instant::now();
+        let mut push = Connection::new(Config::new(SocketType::Push), now).unwrap();
+        let mut pull = Connection::new(Config::new(SocketType::Pull), now).unwrap();
+        for _ in 0..3 {
+            pull.feed(&drain(&mut push), now);
+            push.feed(&drain(&mut pull), now);
+            events(&mut pull);
+            events(&mut push);
+        }
+        assert!(push.is_ready() && pull.is_ready());
+        assert!(!push.sealing && !pull.sealing);
     }
 }

@@ -5,8 +5,11 @@
 //! thousand 8-byte messages leave in one `write`. A body of at least
 //! `by_ref_threshold` bytes is not copied: the batch so far is sealed, the
 //! body's `Bytes` handle is queued after it, and the transport writes the
-//! pieces with one `writev` ([`Encoder::io_slices`]) or hands them on one
-//! by one ([`Encoder::pop_chunk`], for transports that move whole buffers).
+//! pieces with one `writev` ([`Encoder::io_slices`]), hands them on one
+//! by one ([`Encoder::pop_chunk`], for transports that move whole buffers),
+//! or copies the byte stream into buffers it provides
+//! ([`Encoder::copy_into`], for transports that fill fixed-size pages).
+//! All three take from the same queue, in order, and can be mixed.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -14,7 +17,7 @@ use std::io::IoSlice;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::command::Command;
-use crate::frame::{encode_header, header_len};
+use crate::frame::{encode_header, header_len, Frame};
 
 /// Default size from which bodies are sent by reference (libzmq uses its
 /// 8 KiB batch size for the same cut).
@@ -93,6 +96,13 @@ impl Encoder {
         self.len += header_len(body_len) + body_len;
     }
 
+    /// Queues a frame with the flags it carries: a data frame or a
+    /// command, MORE set or not. This is how frames a mechanism has
+    /// sealed are queued.
+    pub fn push_wire(&mut self, frame: &Frame) {
+        self.push(&frame.data, frame.more, frame.command);
+    }
+
     fn push(&mut self, body: &Bytes, more: bool, command: bool) {
         let hlen = header_len(body.len());
         if body.len() >= self.by_ref_threshold {
@@ -131,15 +141,6 @@ impl Encoder {
         n
     }
 
-    /// The first pending piece, for transports that write one buffer at a
-    /// time. Call [`Encoder::advance`] with what was written.
-    pub fn first_piece(&self) -> &[u8] {
-        match self.queue.front() {
-            Some(b) => b,
-            None => &self.batch,
-        }
-    }
-
     /// Removes `n` written bytes from the front.
     ///
     /// # Panics
@@ -163,6 +164,53 @@ impl Encoder {
                 }
             }
         }
+    }
+
+    /// Copies up to `max` bytes from the front of the queue into `dst`
+    /// (never more than `dst.remaining_mut()`), removes them from the
+    /// queue, and returns how many were copied. The bytes are the ones
+    /// [`Encoder::io_slices`] would have shown, in the same order; large
+    /// bodies kept by reference are copied too, since the destination is
+    /// the caller's.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use fabriq_zmtp::Encoder;
+    /// let mut enc = Encoder::new(1024);
+    /// enc.push_frame(&Bytes::from_static(b"hello"), false);
+    /// let mut page = [0u8; 4];
+    /// assert_eq!(enc.copy_into(&mut &mut page[..], usize::MAX), 4);
+    /// assert_eq!(&page, b"\x00\x05he");
+    /// let mut rest = Vec::new();
+    /// assert_eq!(enc.copy_into(&mut rest, usize::MAX), 3);
+    /// assert_eq!(rest, b"llo");
+    /// assert!(enc.is_empty());
+    /// ```
+    pub fn copy_into<B: BufMut + ?Sized>(&mut self, dst: &mut B, max: usize) -> usize {
+        let total = max.min(dst.remaining_mut()).min(self.len);
+        let mut left = total;
+        while left > 0 {
+            match self.queue.front_mut() {
+                Some(front) => {
+                    let n = left.min(front.len());
+                    dst.put_slice(&front[..n]);
+                    if n == front.len() {
+                        self.queue.pop_front();
+                    } else {
+                        front.advance(n);
+                    }
+                    left -= n;
+                }
+                None => {
+                    // Whatever is left lies in the batch (`total <= len`).
+                    dst.put_slice(&self.batch[..left]);
+                    self.batch.advance(left);
+                    left = 0;
+                }
+            }
+        }
+        self.len -= total;
+        total
     }
 
     /// Takes the next whole piece (sealing the current batch), for
@@ -222,7 +270,9 @@ mod tests {
         let expected = [&[0u8, 6][..], b"abcdef", &[0, 1, b'x']].concat();
         let mut written = Vec::new();
         while !enc.is_empty() {
-            let piece = enc.first_piece();
+            let mut first = [IoSlice::new(&[])];
+            enc.io_slices(&mut first);
+            let piece = &first[0][..];
             let n = piece.len().min(3);
             written.extend_from_slice(&piece[..n]);
             enc.advance(n);
@@ -230,5 +280,41 @@ mod tests {
         assert_eq!(written, expected);
         enc.push_raw(b"more");
         assert_eq!(drain(&mut enc), b"more");
+    }
+
+    #[test]
+    fn copy_into_fills_pages_across_pieces() {
+        let big = Bytes::from((0..=255u8).cycle().take(300).collect::<Vec<u8>>());
+        let mut enc = Encoder::new(64);
+        enc.push_raw(b"greeting");
+        enc.push_frame(&Bytes::from_static(b"a"), true);
+        enc.push_frame(&big, false);
+        enc.push_frame(&Bytes::from_static(b"z"), false);
+        let mut expected = b"greeting\x01\x01a\x02".to_vec();
+        expected.extend_from_slice(&300u64.to_be_bytes());
+        expected.extend_from_slice(&big);
+        expected.extend_from_slice(b"\x00\x01z");
+        assert_eq!(enc.len(), expected.len());
+
+        let mut out = Vec::new();
+        let mut page = [0u8; 7];
+        loop {
+            let n = enc.copy_into(&mut &mut page[..], usize::MAX);
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&page[..n]);
+        }
+        assert_eq!(out, expected);
+        assert!(enc.is_empty());
+
+        // `max` bounds a growable destination; an empty queue copies nothing.
+        enc.push_raw(b"0123456789");
+        let mut grow = Vec::new();
+        assert_eq!(enc.copy_into(&mut grow, 4), 4);
+        assert_eq!(enc.copy_into(&mut grow, 0), 0);
+        assert_eq!(enc.copy_into(&mut grow, 100), 6);
+        assert_eq!(enc.copy_into(&mut grow, 100), 0);
+        assert_eq!(grow, b"0123456789");
     }
 }

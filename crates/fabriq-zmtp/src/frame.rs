@@ -6,6 +6,8 @@
 //! flags: bit0 MORE, bit1 LONG, bit2 COMMAND; other bits reserved (ignored)
 //! ```
 
+use std::collections::VecDeque;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::error::ProtocolError;
@@ -20,8 +22,9 @@ pub const FLAG_COMMAND: u8 = 0x04;
 /// Largest header: flags byte plus 8-byte size.
 pub const MAX_HEADER_LEN: usize = 9;
 
-/// One decoded frame. `data` is a slice of the connection's read buffer
-/// when the whole frame arrived in one read: no copy.
+/// One frame: flags and body. A decoded frame's `data` is a slice of the
+/// buffer it was decoded from (the connection's read buffer, or a buffer
+/// the caller handed in) when the whole frame lay in it: no copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     /// More frames of the same message follow.
@@ -65,6 +68,16 @@ struct Header {
     flags: u8,
     size: u64,
     len: usize,
+}
+
+impl Header {
+    fn frame(self, data: Bytes) -> Frame {
+        Frame {
+            more: self.flags & FLAG_MORE != 0,
+            command: self.flags & FLAG_COMMAND != 0,
+            data,
+        }
+    }
 }
 
 fn parse_header(buf: &[u8]) -> Option<Header> {
@@ -116,6 +129,48 @@ impl FrameDecoder {
     /// Cuts the next complete frame off the front of `buf`, or returns
     /// `Ok(None)` when more bytes are needed.
     pub fn decode(&self, buf: &mut BytesMut) -> Result<Option<Frame>, ProtocolError> {
+        let Some((header, size)) = self.complete(buf)? else {
+            return Ok(None);
+        };
+        buf.advance(header.len);
+        let data = buf.split_to(size).freeze();
+        Ok(Some(header.frame(data)))
+    }
+
+    /// [`FrameDecoder::decode`] for an immutable, shared buffer (one the
+    /// caller received whole, such as a registered page): the frame's
+    /// body is a slice of `buf`'s memory, and `buf` is advanced past the
+    /// frame. Leaves `buf` as it is and returns `Ok(None)` when the frame
+    /// at its front is incomplete.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use fabriq_zmtp::frame::FrameDecoder;
+    /// let page = Bytes::from_static(b"\x01\x02hi\x00\x03you\x00\x09cut");
+    /// let mut rest = page.clone();
+    /// let dec = FrameDecoder::new(None, 1024);
+    /// let hi = dec.decode_bytes(&mut rest).unwrap().unwrap();
+    /// assert!(hi.more && &hi.data[..] == b"hi");
+    /// assert_eq!(hi.data.as_ptr(), page[2..].as_ptr()); // no copy
+    /// let you = dec.decode_bytes(&mut rest).unwrap().unwrap();
+    /// assert_eq!(&you.data[..], b"you");
+    /// assert_eq!(dec.decode_bytes(&mut rest), Ok(None)); // frame goes on
+    /// assert_eq!(&rest[..], b"\x00\x09cut");
+    /// ```
+    pub fn decode_bytes(&self, buf: &mut Bytes) -> Result<Option<Frame>, ProtocolError> {
+        let Some((header, size)) = self.complete(buf)? else {
+            return Ok(None);
+        };
+        buf.advance(header.len);
+        let data = buf.split_to(size);
+        Ok(Some(header.frame(data)))
+    }
+
+    /// The header of the frame at the front of `buf` and its body size,
+    /// if the whole frame is there. The size limit is checked as soon as
+    /// the header is.
+    #[inline]
+    fn complete(&self, buf: &[u8]) -> Result<Option<(Header, usize)>, ProtocolError> {
         let Some(header) = parse_header(buf) else {
             return Ok(None);
         };
@@ -123,13 +178,52 @@ impl FrameDecoder {
         if buf.len() - header.len < size {
             return Ok(None);
         }
-        buf.advance(header.len);
-        let data = buf.split_to(size).freeze();
-        Ok(Some(Frame {
-            more: header.flags & FLAG_MORE != 0,
-            command: header.flags & FLAG_COMMAND != 0,
-            data,
-        }))
+        Ok(Some((header, size)))
+    }
+
+    /// Copies bytes from the front of `more` to the end of `buf` until
+    /// `buf` holds the whole frame that starts it, or `more` runs out. Never
+    /// copies past the end of that frame, so the next frame can again be
+    /// decoded from `more` without a copy. The size limits are checked as
+    /// soon as the header is in `buf`, before any body byte is copied.
+    pub(crate) fn assemble(
+        &self,
+        buf: &mut BytesMut,
+        more: &mut VecDeque<Bytes>,
+    ) -> Result<(), ProtocolError> {
+        let mut available: usize = more.iter().map(Bytes::len).sum();
+        let mut reserved = false;
+        loop {
+            let need = match parse_header(buf) {
+                Some(header) => {
+                    // At most isize::MAX + 9: no overflow.
+                    let total = header.len + self.check_size(header)?;
+                    if buf.len() >= total {
+                        return Ok(());
+                    }
+                    if !reserved {
+                        // Room for the rest of the frame, as far as it
+                        // has arrived: never the announced size alone.
+                        buf.reserve((total - buf.len()).min(available));
+                        reserved = true;
+                    }
+                    total
+                }
+                // A frame is at least two bytes; a long header is nine.
+                None if buf.first().is_some_and(|f| f & FLAG_LONG != 0) => MAX_HEADER_LEN,
+                None => 2,
+            };
+            let Some(front) = more.front_mut() else {
+                return Ok(());
+            };
+            let take = (need - buf.len()).min(front.len());
+            buf.extend_from_slice(&front[..take]);
+            front.advance(take);
+            available -= take;
+            if front.is_empty() {
+                more.pop_front();
+            }
+        }
     }
 
     /// How many bytes of spare capacity the read buffer should have before
@@ -242,6 +336,43 @@ mod tests {
             dec.decode(&mut buf),
             Err(ProtocolError::FrameTooLarge { size: 21, .. })
         ));
+    }
+
+    #[test]
+    fn assemble_copies_exactly_one_frame() {
+        let dec = FrameDecoder::new(None, 1024);
+        let mut wire = encoded(&[7u8; 300], true, false); // long header
+        wire.extend_from_slice(&encoded(b"next", false, false));
+        let wire = wire.freeze();
+        // Cut inside the long header, then inside the body.
+        let mut more: VecDeque<Bytes> = [wire.slice(..4), wire.slice(4..100), wire.slice(100..)]
+            .into_iter()
+            .collect();
+        let mut buf = BytesMut::new();
+        dec.assemble(&mut buf, &mut more).unwrap();
+        assert_eq!(buf.len(), 9 + 300);
+        let f = dec.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(&f.data[..], &[7u8; 300][..]);
+        assert!(buf.is_empty());
+        // What is left is the next frame, untouched, still in the caller's
+        // buffer.
+        assert_eq!(more.len(), 1);
+        assert_eq!(more[0].as_ptr(), wire[309..].as_ptr());
+        let next = dec.decode_bytes(&mut more[0]).unwrap().unwrap();
+        assert_eq!(next.data.as_ptr(), wire[311..].as_ptr());
+
+        // Limits hold before the body is copied.
+        let dec = FrameDecoder::new(Some(10), 20);
+        let mut more: VecDeque<Bytes> =
+            [Bytes::from_static(b"\x00"), Bytes::from_static(b"\x0bxyz")]
+                .into_iter()
+                .collect();
+        let mut buf = BytesMut::new();
+        assert!(matches!(
+            dec.assemble(&mut buf, &mut more),
+            Err(ProtocolError::FrameTooLarge { size: 11, .. })
+        ));
+        assert_eq!(&buf[..], b"\x00\x0b");
     }
 
     #[test]

@@ -134,6 +134,48 @@ fn payloads_in_one_read_are_not_copied() {
 }
 
 #[test]
+fn caller_buffers_are_sliced_and_straddling_frames_copied() {
+    let (mut pull, _push) = connected_types(SocketType::Pull, SocketType::Push);
+    let now = Instant::now();
+    // Page 1: "abc" whole, then the first half of "defg".
+    // Page 2: the rest of "defg", then "hij" whole.
+    let page1 = Bytes::from_static(b"\x00\x03abc\x00\x04de");
+    let page2 = Bytes::from_static(b"fg\x00\x03hij");
+    pull.handle_input(page1.clone(), now);
+    let Some(Event::Message(abc)) = pull.poll_event().unwrap() else {
+        panic!()
+    };
+    assert_eq!(abc[0].as_ptr(), page1[2..].as_ptr());
+    assert_eq!(pull.poll_event(), Ok(None));
+    pull.handle_input(page2.clone(), now);
+    let Some(Event::Message(defg)) = pull.poll_event().unwrap() else {
+        panic!()
+    };
+    assert_eq!(&defg[0][..], b"defg");
+    let copied = defg[0].as_ptr() as usize;
+    for page in [&page1, &page2] {
+        let base = page.as_ptr() as usize;
+        assert!(!(base..base + page.len()).contains(&copied));
+    }
+    let Some(Event::Message(hij)) = pull.poll_event().unwrap() else {
+        panic!()
+    };
+    assert_eq!(hij[0].as_ptr(), page2[4..].as_ptr());
+    assert_eq!(pull.poll_event(), Ok(None));
+
+    // A stream that ends inside a caller buffer is truncated.
+    pull.handle_input(Bytes::from_static(b"\x00\x09part"), now);
+    assert_eq!(pull.poll_event(), Ok(None));
+    assert_eq!(
+        pull.end_of_input(),
+        Some(ProtocolError::Truncated {
+            stage: "frame",
+            buffered: 6
+        })
+    );
+}
+
+#[test]
 fn a_3_0_peer_gets_no_commands_from_3_1() {
     let now = Instant::now();
     let mut config = Config::new(SocketType::Sub);

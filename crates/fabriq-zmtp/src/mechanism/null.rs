@@ -4,9 +4,11 @@
 use super::Mechanism;
 use crate::command::Command;
 use crate::error::ProtocolError;
+use crate::frame::Frame;
 use crate::properties::Properties;
 
-/// NULL security: no authentication, no encryption.
+/// NULL security: no authentication, no encryption; frames travel as they
+/// are.
 #[derive(Debug, Clone)]
 pub struct NullMechanism {
     ours: Properties,
@@ -41,5 +43,19 @@ impl Mechanism for NullMechanism {
             Command::Error(reason) => Err(ProtocolError::PeerError(reason)),
             other => Err(ProtocolError::UnexpectedCommand(other.display_name())),
         }
+    }
+
+    fn transforms_frames(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn seal(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+        Ok(frame)
+    }
+
+    #[inline]
+    fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
+        Ok(frame)
     }
 }
