@@ -10,16 +10,16 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crate::context::Context;
 use crate::error::{err, Error, Result};
+use crate::mailbox::Mailbox;
 use crate::options::Options;
 use crate::pipe::{next_pipe_id, PeerMeta, PipeEnd, PipeId, Queue, Waker};
 use crate::signal::Signal;
-use crate::socket::SocketShared;
 
 /// Who sits at the bound end of a name.
 #[derive(Clone)]
 pub(crate) enum Binder {
     Socket {
-        socket: Arc<SocketShared>,
+        socket: Arc<Mailbox>,
         opts: Box<Options>,
     },
     /// A socket monitor's event sink.
@@ -32,7 +32,7 @@ struct Pending {
     end: PipeEnd,
     /// Where the binder's wake-up signal goes once it exists.
     binder_signal: Arc<OnceLock<Arc<Signal>>>,
-    connector: Arc<SocketShared>,
+    connector: Arc<Mailbox>,
     connector_opts: Options,
 }
 
@@ -60,12 +60,7 @@ fn combined_hwm(sndhwm: i32, rcvhwm: i32) -> usize {
     }
 }
 
-pub(crate) fn bind(
-    ctx: &Context,
-    socket: &Arc<SocketShared>,
-    opts: &Options,
-    name: &str,
-) -> Result<()> {
+pub(crate) fn bind(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name: &str) -> Result<()> {
     bind_binder(
         ctx,
         name,
@@ -129,12 +124,7 @@ pub(crate) fn unbind(ctx: &Context, name: &str) {
 }
 
 /// Makes a pipe to `name` and returns the connecting socket's end.
-pub(crate) fn connect(
-    ctx: &Context,
-    socket: &Arc<SocketShared>,
-    opts: &Options,
-    name: &str,
-) -> PipeEnd {
+pub(crate) fn connect(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name: &str) -> PipeEnd {
     let mut reg = registry(ctx);
     let binder_signal: Arc<OnceLock<Arc<Signal>>> = Arc::new(OnceLock::new());
     let (binder_identity, binder_opts) = match reg.bound.get(name) {

@@ -30,6 +30,7 @@ mod context;
 mod endpoint;
 mod error;
 mod inproc;
+mod mailbox;
 mod message;
 mod monitor;
 mod options;

@@ -13,9 +13,9 @@ use fabriq_zmtp::{Multipart, ProtocolError};
 use crate::context::Context;
 use crate::endpoint::{Endpoint, Role};
 use crate::error::{err, Error, Result};
+use crate::mailbox::Mailbox;
 use crate::pipe::{Item, PipeEnd};
 use crate::signal::Signal;
-use crate::socket::SocketShared;
 
 /// The events, with libzmq's numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ fn frames(event: Event, value: u32, endpoint: &str) -> Multipart {
 /// `Socket::monitor`: start (or, with an empty endpoint, stop) monitoring.
 pub(crate) fn start(
     ctx: &Context,
-    socket: &Arc<SocketShared>,
+    socket: &Arc<Mailbox>,
     endpoint: &str,
     events: i32,
 ) -> Result<()> {

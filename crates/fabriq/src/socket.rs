@@ -2,14 +2,14 @@
 //!
 //! A socket lives in one thread at a time (`Send`, not `Sync`). It owns
 //! its routing pattern and its ends of the pipes to its peers; the I/O
-//! thread and inproc peers reach it only through [`SocketShared`]: a
+//! thread and inproc peers reach it only through [`Mailbox`]: a
 //! mailbox for new pipes and the wake-up signal.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -18,41 +18,16 @@ use fabriq_zmtp::{Multipart, SocketType as ZmtpType};
 use crate::context::Context;
 use crate::endpoint::{Endpoint, Role};
 use crate::error::{err, fail, Error, Result};
+use crate::mailbox::Mailbox;
 use crate::message::{Message, Metadata};
-use crate::monitor::{Event, MonitorSlot};
+use crate::monitor::Event;
 use crate::options::{check_identity, in_range, Options};
 use crate::pattern::{self, Pattern, Received};
-use crate::pipe::PipeEnd;
 use crate::poll::{PollEvents, PollItem, POLLIN, POLLOUT};
 use crate::signal::Signal;
 use crate::{Mechanism, SocketType, DONTWAIT, SNDMORE};
 
 static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The parts of a socket other threads may touch.
-#[derive(Debug)]
-pub(crate) struct SocketShared {
-    pub id: u64,
-    pub socket_type: ZmtpType,
-    pub signal: Arc<Signal>,
-    mailbox: Mutex<Vec<PipeEnd>>,
-    pub monitor: MonitorSlot,
-}
-
-impl SocketShared {
-    /// Hands a new pipe to the socket and wakes it.
-    pub(crate) fn attach(&self, pipe: PipeEnd) {
-        self.mailbox
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(pipe);
-        self.signal.raise();
-    }
-
-    fn take_mailbox(&self) -> Vec<PipeEnd> {
-        std::mem::take(&mut *self.mailbox.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
 
 /// How an endpoint was bound or connected, for unbind/disconnect.
 #[derive(Debug)]
@@ -105,7 +80,7 @@ struct Core {
 /// ```
 pub struct Socket {
     ctx: Context,
-    shared: Arc<SocketShared>,
+    shared: Arc<Mailbox>,
     core: RefCell<Core>,
 }
 
@@ -139,13 +114,11 @@ impl Socket {
             Signal::new()
                 .map_err(|e| fail(Error::EMFILE, format!("cannot create eventfd: {e}")))?,
         );
-        let shared = Arc::new(SocketShared {
-            id: NEXT_SOCKET_ID.fetch_add(1, Ordering::Relaxed),
+        let shared = Arc::new(Mailbox::new(
+            NEXT_SOCKET_ID.fetch_add(1, Ordering::Relaxed),
             socket_type,
-            signal: signal.clone(),
-            mailbox: Mutex::new(Vec::new()),
-            monitor: MonitorSlot::default(),
-        });
+            signal.clone(),
+        ));
         ctx.socket_opened(shared.id, signal);
         Ok(Socket {
             ctx,
@@ -176,7 +149,7 @@ impl Socket {
         if !self.shared.signal.take_dirty() {
             return;
         }
-        for pipe in self.shared.take_mailbox() {
+        for pipe in self.shared.take_pipes() {
             let Core { pattern, opts, .. } = core;
             pattern.attach(pipe, opts);
         }

@@ -23,10 +23,10 @@ use mio::{Events, Poll, Token};
 
 use crate::endpoint::{resolve, Endpoint};
 use crate::error::{Error, Result};
+use crate::mailbox::Mailbox;
 use crate::monitor::Event;
 use crate::options::Options;
 use crate::pipe::{PeerMeta, PipeEnd, Queue, Waker};
-use crate::socket::SocketShared;
 use crate::transport::{Listener, Target};
 
 use session::Session;
@@ -44,7 +44,7 @@ enum Cmd {
     Listen {
         token: usize,
         listener: Listener,
-        socket: Arc<SocketShared>,
+        socket: Arc<Mailbox>,
         opts: Box<Options>,
         text: String,
     },
@@ -145,7 +145,7 @@ impl Reactor {
     pub(crate) fn listen(
         &self,
         endpoint: &Endpoint,
-        socket: &Arc<SocketShared>,
+        socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, String)> {
         let (listener, text) = match endpoint {
@@ -182,7 +182,7 @@ impl Reactor {
         &self,
         endpoint: &Endpoint,
         text: &str,
-        socket: &Arc<SocketShared>,
+        socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, Option<PipeEnd>)> {
         let target = match endpoint {
@@ -260,7 +260,7 @@ impl Reactor {
 /// socket can ask it to read.
 fn make_pipe(
     link: &Arc<Link>,
-    socket: &Arc<SocketShared>,
+    socket: &Arc<Mailbox>,
     opts: &Options,
     peer: Option<PeerMeta>,
 ) -> (PipeEnd, PipeEnd) {
@@ -297,7 +297,7 @@ fn make_pipe(
 
 struct ListenerEntry {
     listener: Listener,
-    socket: Arc<SocketShared>,
+    socket: Arc<Mailbox>,
     opts: Box<Options>,
     text: String,
 }
@@ -571,7 +571,7 @@ impl Drop for Reactor {
 
 fn session_pipe(
     link: &Arc<Link>,
-    socket: &Arc<SocketShared>,
+    socket: &Arc<Mailbox>,
     opts: &Options,
     peer: PeerMeta,
 ) -> (PipeEnd, PipeEnd) {

@@ -15,11 +15,11 @@ use mio::{Registry, Token};
 
 use super::engine::{End, Input, Link, Reads, StreamEngine};
 
+use crate::mailbox::Mailbox;
 use crate::message::Metadata;
 use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
 use crate::pipe::{PeerMeta, PipeEnd};
-use crate::socket::SocketShared;
 use crate::topics::Topics;
 use crate::transport::{self, Stream, Target};
 
@@ -29,7 +29,7 @@ const READ_BUDGET: usize = 16;
 /// What every session starts from: who it is and whom it serves.
 pub(super) struct Base {
     pub token: usize,
-    pub socket: Arc<SocketShared>,
+    pub socket: Arc<Mailbox>,
     pub opts: Options,
     /// The endpoint as monitor events name it.
     pub endpoint: String,
@@ -63,7 +63,7 @@ enum Origin {
 
 pub(super) struct Session {
     pub token: usize,
-    pub socket: Arc<SocketShared>,
+    pub socket: Arc<Mailbox>,
     opts: Options,
     endpoint: String,
     origin: Origin,
