@@ -355,9 +355,9 @@ impl Socket {
                     Attachment::InprocBind { name: name.clone() },
                 )
             }
-            _ => {
+            Endpoint::Io(address) => {
                 let reactor = self.ctx.reactor()?;
-                let result = reactor.listen(&parsed, &self.shared, &core.opts);
+                let result = reactor.listen(address, &self.shared, &core.opts);
                 match result {
                     Ok((token, text)) => (text, Attachment::Listener { token }),
                     Err(e) => {
@@ -411,9 +411,9 @@ impl Socket {
                 pattern.attach(pipe, opts);
                 Attachment::InprocConnect { pipe: id }
             }
-            _ => {
+            Endpoint::Io(address) => {
                 let reactor = self.ctx.reactor()?;
-                let (token, pipe) = reactor.connect(&parsed, endpoint, &self.shared, &core.opts)?;
+                let (token, pipe) = reactor.connect(address, endpoint, &self.shared, &core.opts)?;
                 if let Some(pipe) = pipe {
                     let Core { pattern, opts, .. } = core;
                     pattern.attach(pipe, opts);

@@ -1,44 +1,59 @@
-//! The stream engine: ZMTP over a byte stream (tcp, ipc), and the one
-//! place that reads, decodes, encodes and writes a connection, whichever
-//! thread drives it.
+//! Engines: what moves one connection's messages, and the one place that
+//! reads, decodes, encodes and writes it, whichever thread drives it.
 //!
-//! A session (in the I/O thread) owns the connection's life: connecting,
-//! the handshake, reconnects, timers, errors and monitor events. The
-//! engine's state lives behind a lock in a [`Link`] that the session and
-//! the socket's end of the pipe both hold, because the steady state, bytes
-//! in and messages out, does not need the I/O thread: handing every batch
-//! of messages from one thread to another is what costs libzmq a context
-//! switch per batch. Two speculative paths are the engine's own decisions
-//! (the pipe only knows [`PeerIo`]):
+//! The split is libzmq's `session_base` / `i_engine`. A session (in the
+//! I/O thread, `session.rs`) owns a connection's life: connecting, the
+//! pipe to the socket, reconnects, timers, monitor events. Once a
+//! transport has a connection the session makes an [`Engine`] for it and
+//! drives it: [`Engine::read`] moves what arrived into the socket's queue,
+//! [`Engine::write`] moves what the socket queued to the peer. The engine
+//! lives in a [`Link`] that the session and the socket's end of the pipe
+//! both hold.
 //!
-//! - *Read on the socket's thread* ([`PeerIo::pull`]): a socket that finds
-//!   its pipes empty asks the engine to read before it sleeps; the engine
-//!   runs the same [`StreamEngine::read`] the session runs, into the same
-//!   queue, for a few reads. Whatever it cannot finish (end of stream, an
+//! [`StreamEngine`] is ZMTP over a byte stream (tcp, ipc): readiness,
+//! `read(2)` into the protocol's buffer, vectored writes of the encoder's
+//! batches. A completion-based engine (libfabric) implements the same
+//! trait with its own meaning of the words: "writable" is a send credit,
+//! "read" reaps receive completions of posted buffers, and a write is done
+//! when its completion arrives, so its in-flight buffers stay in the
+//! engine until then ([`Engine::unsent`] counts them).
+//!
+//! Two speculative paths let the socket's thread do the engine's work
+//! instead of waking the I/O thread, because handing every batch of
+//! messages from one thread to another is what costs libzmq a context
+//! switch per batch. Whether to take them is the engine's decision (the
+//! pipe only knows [`PeerIo`], which [`Link`] implements by asking the
+//! engine):
+//!
+//! - *Read on the socket's thread* ([`Engine::pull`]): a socket that finds
+//!   its pipes empty asks the engine to read before it sleeps. The stream
+//!   engine runs the same [`Engine::read`] the session runs, into the same
+//!   queue, for a few reads; whatever it cannot finish (end of stream, an
 //!   error, a PONG to send, more to read) it hands back by waking the
 //!   session. Conflating sockets are never read this way (reading as bytes
 //!   trickle in would hand them every message).
-//! - *Write on the socket's thread* ([`PeerIo::output_ready`]): for
-//!   lock-step sockets (REQ, REP) a message queued while the session waits
-//!   is encoded and written at once by [`StreamEngine::write`] when the
-//!   wire is idle. Streaming sockets leave writing to the I/O thread,
-//!   which batches many messages per write.
+//! - *Write on the socket's thread* ([`Engine::output_ready`]): for
+//!   lock-step sockets (REQ, REP) a message queued while the wire is idle
+//!   is encoded and written at once by the same [`Engine::write`].
+//!   Streaming sockets leave writing to the I/O thread, which batches many
+//!   messages per write.
 //!
-//! The lock is uncontended in the steady state: the socket's thread only
-//! `try_lock`s it, and a session that holds it is doing the same work and
-//! will wake the socket.
+//! The link's lock is uncontended in the steady state: the socket's thread
+//! only `try_lock`s it, and a session that holds it is doing the same work
+//! and will wake the socket (see the loom model at the end).
 
 use std::io::{self, IoSlice};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use fabriq_zmtp::{Connection, Event as ZEvent, ProtocolError, SocketType};
+use fabriq_zmtp::{Connection, Event as ZEvent, PeerInfo, ProtocolError};
+use mio::Registry;
 
 use crate::pipe::{Item, PeerIo, Queue};
+use crate::sync::{Mutex, MutexGuard};
 use crate::topics::Topics;
 use crate::transport::Stream;
 
-use super::ReactorWaker;
+use super::{Clock, ReactorWaker};
 
 /// Reads the socket's thread may do before it hands the rest to the session.
 const PULL_READS: usize = 4;
@@ -56,10 +71,10 @@ pub(crate) enum End {
     Protocol(ProtocolError),
 }
 
-/// Why [`StreamEngine::read`] stopped.
+/// Why [`Engine::read`] stopped.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// Nothing more to read now (the stream would block).
+    /// Nothing more to read now.
     Idle,
     /// The inbound queue is at its HWM; its reader wakes the session when
     /// it makes room.
@@ -72,60 +87,141 @@ pub(crate) enum Input {
     Ended(End),
 }
 
-/// How much [`StreamEngine::read`] may read.
+/// How much [`Engine::read`] may read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Reads {
     /// Reads at most.
     pub max: usize,
-    /// Read once even if the stream was last seen empty: bytes may have
+    /// Read once even if the source was last seen empty: bytes may have
     /// come since, and one read that finds nothing is cheaper than
     /// sleeping until the I/O thread has run.
     pub speculative: bool,
 }
 
-/// One connection's stream and protocol state.
-#[derive(Default)]
+/// What a speculative read on the socket's thread did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pulled {
+    /// Items delivered into the inbound queue.
+    pub delivered: usize,
+    /// The session must run (more to read, the connection ended, a
+    /// handshake finished, something to write).
+    pub hand_over: bool,
+}
+
+/// One connection's message mover, owned by its session (see the module
+/// documentation for who calls what, and from which thread).
+///
+/// Call order, per turn of the session: [`Engine::ready`] with what the
+/// poller saw; [`Engine::read`] until it returns anything but
+/// [`Input::Handshake`]; [`Engine::write`]; [`Engine::handle_timeout`]
+/// when [`Engine::poll_timeout`] is due. [`Engine::pull`] and
+/// [`Engine::output_ready`] may run on the socket's thread between turns.
+pub(crate) trait Engine: Send {
+    /// Records readiness the poller reported.
+    fn ready(&mut self, readable: bool, writable: bool);
+
+    /// Moves what has arrived into `inbound` (the socket's queue from this
+    /// peer; absent until the handshake made one). Returns why it stopped
+    /// and how many items it delivered.
+    fn read(&mut self, inbound: Option<&Queue>, reads: Reads, now: Instant) -> (Input, usize);
+
+    /// Moves what `outbound` (the socket's queue to this peer) holds
+    /// toward the peer until it is empty or the peer takes no more.
+    /// Without `outbound`, only what the engine already holds (an ending
+    /// connection's ERROR). `subs` (subscriber sockets) records the topics
+    /// carried, for replay after a reconnect.
+    fn write(&mut self, outbound: Option<&Queue>, subs: Option<&mut Topics>) -> io::Result<()>;
+
+    /// Bytes (or buffers) accepted from the pipe that the peer has not
+    /// taken yet: encoded and unwritten, or posted and not completed.
+    fn unsent(&self) -> usize;
+
+    /// Whether messages flow: the handshake is done and the connection
+    /// has not ended.
+    fn is_active(&self) -> bool;
+
+    /// Whether the handshake has completed.
+    fn handshaken(&self) -> bool;
+
+    /// The peer's identity and metadata, once handshaken.
+    fn peer(&self) -> Option<&PeerInfo>;
+
+    /// The peer's address for the `Peer-Address` property.
+    fn peer_address(&self) -> String;
+
+    /// Queues a subscription toward the peer (replayed after a reconnect).
+    fn subscribe(&mut self, topic: &[u8]);
+
+    /// The connection's next protocol deadline (handshake, heartbeat).
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Runs the protocol's timers.
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), ProtocolError>;
+
+    /// The peer closed cleanly: what that cut short, if anything.
+    fn end_of_input(&mut self) -> Option<ProtocolError>;
+
+    /// The value monitor events report for this connection.
+    fn monitor_value(&self) -> u32;
+
+    /// Takes the engine's sources out of the poller before it is dropped.
+    fn deregister(&mut self, registry: &Registry);
+
+    /// Speculative read on the socket's thread (see the module docs).
+    fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled;
+
+    /// A message landed in `outbound` while the engine waited for one;
+    /// returns true if the engine wrote it on this thread (else the
+    /// session is woken).
+    fn output_ready(&mut self, outbound: &Queue) -> bool;
+}
+
+/// ZMTP over a byte stream.
+#[derive(Debug)]
 pub(crate) struct StreamEngine {
-    pub stream: Option<Stream>,
-    /// A non-blocking connect is in progress on `stream`.
-    pub connecting: bool,
-    pub conn: Option<Connection>,
-    pub handshaken: bool,
+    stream: Box<dyn Stream>,
+    conn: Connection,
+    handshaken: bool,
     /// The stream may have bytes to read (cleared on `WouldBlock`).
-    pub readable: bool,
+    readable: bool,
     /// The stream may take bytes (cleared on `WouldBlock`).
-    pub writable: bool,
-    /// How the socket's thread found the connection ended; the session
-    /// reports it.
-    pub ended: Option<End>,
+    writable: bool,
+    /// How the socket's thread found the connection ended.
+    ended: Option<End>,
+    /// Write on the socket's thread when the wire is idle (REQ, REP).
+    speculative_write: bool,
 }
 
 impl StreamEngine {
-    /// Whether messages flow: handshaken, connected and not ended.
-    fn is_active(&self) -> bool {
-        self.handshaken && !self.connecting && self.ended.is_none() && self.stream.is_some()
+    /// An engine for a connected, registered stream, starting the ZMTP
+    /// greeting now.
+    pub(crate) fn new(stream: Box<dyn Stream>, conn: Connection, speculative_write: bool) -> Self {
+        StreamEngine {
+            stream,
+            conn,
+            handshaken: false,
+            readable: true,
+            writable: true,
+            ended: None,
+            speculative_write,
+        }
+    }
+}
+
+impl Engine for StreamEngine {
+    fn ready(&mut self, readable: bool, writable: bool) {
+        self.readable |= readable;
+        self.writable |= writable;
     }
 
-    /// Encoded bytes not yet written.
-    pub(crate) fn unsent(&self) -> usize {
-        self.conn.as_ref().map_or(0, |c| c.pending().len())
-    }
-
-    /// Reads, decodes and delivers into `inbound` (the socket's queue from
-    /// this peer, absent until the handshake made one) until the stream
-    /// would block, the queue is full, the handshake completes, or `reads`
-    /// are done. Returns why it stopped and how many items it delivered.
+    /// Reads, decodes and delivers until the stream would block, the
+    /// queue is full, the handshake completes, or `reads` are done.
     ///
     /// A conflating queue gets only the newest message of what one read
     /// decoded, as libzmq conflates per read batch: pushing each one would
     /// wake the socket at the first and let it take messages while the
     /// rest are still being decoded.
-    pub(crate) fn read(
-        &mut self,
-        inbound: Option<&Queue>,
-        reads: Reads,
-        now: Instant,
-    ) -> (Input, usize) {
+    fn read(&mut self, inbound: Option<&Queue>, reads: Reads, now: Instant) -> (Input, usize) {
         if let Some(end) = self.ended.take() {
             return (Input::Ended(end), 0);
         }
@@ -136,13 +232,10 @@ impl StreamEngine {
             // First what is already decoded.
             let mut newest = None;
             let stop = loop {
-                let Some(conn) = self.conn.as_mut() else {
-                    break Some(Input::Idle);
-                };
                 if self.handshaken && inbound.is_some_and(|q| !q.has_room()) {
                     break Some(Input::Full);
                 }
-                let item = match conn.poll_event() {
+                let item = match self.conn.poll_event() {
                     Ok(None) => break None,
                     Ok(Some(ZEvent::HandshakeComplete)) => {
                         self.handshaken = true;
@@ -177,15 +270,12 @@ impl StreamEngine {
                 return (Input::More, delivered);
             }
             done += 1;
-            let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
-                return (Input::Idle, delivered);
-            };
-            let want = conn.read_size();
-            match stream.read_into(conn.recv_buf(), want) {
+            let want = self.conn.read_size();
+            match self.stream.read_into(self.conn.recv_buf(), want) {
                 Ok(0) => return (Input::Ended(End::Eof), delivered),
                 Ok(_) => {
                     self.readable = true;
-                    conn.input_received(now);
+                    self.conn.input_received(now);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -194,29 +284,17 @@ impl StreamEngine {
         }
     }
 
-    /// Encodes what `outbound` (the socket's queue to this peer) holds, a
-    /// batch at a time, and writes until everything is out or the stream
-    /// would block. Without `outbound` it writes only what is already
-    /// encoded (an ending connection's ERROR). `subs` (subscriber sockets)
-    /// records the topics carried, for replay after a reconnect.
-    pub(crate) fn write(
-        &mut self,
-        outbound: Option<&Queue>,
-        mut subs: Option<&mut Topics>,
-    ) -> io::Result<()> {
-        let (Some(conn), Some(stream)) = (self.conn.as_mut(), self.stream.as_mut()) else {
-            return Ok(());
-        };
-        if self.connecting {
-            return Ok(());
-        }
+    /// Encodes what `outbound` holds, a batch at a time, and writes until
+    /// everything is out or the stream would block.
+    fn write(&mut self, outbound: Option<&Queue>, mut subs: Option<&mut Topics>) -> io::Result<()> {
+        let conn = &mut self.conn;
         if let Some(q) = outbound {
             encode_queued(conn, q, subs.as_deref_mut());
         }
         while !conn.pending().is_empty() && self.writable {
             let mut slices = [IoSlice::new(&[]); MAX_IOV];
             let n = conn.pending().io_slices(&mut slices);
-            match stream.write_vectored(&slices[..n]) {
+            match self.stream.write_vectored(&slices[..n]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(k) => conn.advance_tx(k),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
@@ -231,6 +309,89 @@ impl StreamEngine {
             }
         }
         Ok(())
+    }
+
+    fn unsent(&self) -> usize {
+        self.conn.pending().len()
+    }
+
+    fn is_active(&self) -> bool {
+        self.handshaken && self.ended.is_none()
+    }
+
+    fn handshaken(&self) -> bool {
+        self.handshaken
+    }
+
+    fn peer(&self) -> Option<&PeerInfo> {
+        self.conn.peer()
+    }
+
+    fn peer_address(&self) -> String {
+        self.stream.peer_address()
+    }
+
+    fn subscribe(&mut self, topic: &[u8]) {
+        let _ = self.conn.subscribe(topic);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        self.conn.handle_timeout(now)
+    }
+
+    fn end_of_input(&mut self) -> Option<ProtocolError> {
+        self.conn.end_of_input()
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.stream.monitor_value()
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        self.stream.deregister(registry);
+    }
+
+    fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
+        if !self.is_active() || inbound.is_conflate() {
+            return Pulled::default();
+        }
+        let unsent = self.unsent();
+        let reads = Reads {
+            max: PULL_READS,
+            speculative: true,
+        };
+        let (input, delivered) = self.read(Some(inbound), reads, now);
+        let mut hand_over = match input {
+            Input::Idle | Input::Full => false,
+            Input::More | Input::Handshake => true,
+            Input::Ended(end) => {
+                self.ended = Some(end);
+                true
+            }
+        };
+        // A PING read here queued a PONG: the session writes it.
+        hand_over |= self.unsent() > unsent;
+        Pulled {
+            delivered,
+            hand_over,
+        }
+    }
+
+    fn output_ready(&mut self, outbound: &Queue) -> bool {
+        if !self.speculative_write || !self.is_active() || self.unsent() > 0 {
+            return false;
+        }
+        if let Err(e) = self.write(Some(outbound), None) {
+            self.ended = Some(End::Io(e));
+            return false;
+        }
+        // A write the stream did not take whole finishes when the session
+        // sees the stream writable again.
+        true
     }
 }
 
@@ -263,12 +424,12 @@ fn encode_queued(conn: &mut Connection, outbound: &Queue, mut subs: Option<&mut 
 }
 
 /// A connection's engine behind a lock, shared by its session and the
-/// socket's end of its pipe. See the module documentation.
+/// socket's end of its pipe; empty while the session has no connection.
+/// See the module documentation.
 pub(crate) struct Link {
-    engine: Mutex<StreamEngine>,
+    engine: Mutex<Option<Box<dyn Engine>>>,
     session: ReactorWaker,
-    /// Lock-step sockets write on the socket's thread when the wire is idle.
-    speculative_write: bool,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Link {
@@ -278,37 +439,18 @@ impl std::fmt::Debug for Link {
 }
 
 impl Link {
-    pub(crate) fn new(session: ReactorWaker, socket_type: SocketType) -> Arc<Link> {
-        Arc::new(Link {
-            engine: Mutex::new(StreamEngine::default()),
+    pub(crate) fn new(session: ReactorWaker, clock: Clock) -> std::sync::Arc<Link> {
+        std::sync::Arc::new(Link {
+            engine: Mutex::new(None),
             session,
-            speculative_write: matches!(socket_type, SocketType::Req | SocketType::Rep),
+            clock,
         })
     }
 
-    /// The engine, for the session (which may wait for the socket's thread
-    /// to finish a speculative read or write).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, StreamEngine> {
+    /// The engine slot, for the session (which may wait for the socket's
+    /// thread to finish a speculative read or write).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Box<dyn Engine>>> {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes what `outbound` holds on the calling thread; false if the
-    /// session must do it (busy, not ready, or bytes already waiting for
-    /// the stream to drain).
-    fn write_now(&self, outbound: &Queue) -> bool {
-        let Ok(mut engine) = self.engine.try_lock() else {
-            return false;
-        };
-        if !engine.is_active() || engine.unsent() > 0 {
-            return false;
-        }
-        if let Err(e) = engine.write(Some(outbound), None) {
-            engine.ended = Some(End::Io(e));
-            return false;
-        }
-        // A write the stream did not take whole finishes when the session
-        // sees the stream writable again.
-        true
     }
 }
 
@@ -318,40 +460,30 @@ impl PeerIo for Link {
     }
 
     fn output_ready(&self, outbound: &Queue) {
-        if !(self.speculative_write && self.write_now(outbound)) {
+        let written = match self.engine.try_lock() {
+            Ok(mut slot) => slot.as_mut().is_some_and(|e| e.output_ready(outbound)),
+            // The session holds the engine: it will write what is queued.
+            Err(_) => false,
+        };
+        if !written {
             self.session.wake();
         }
     }
 
     fn pull(&self, inbound: &Queue) -> bool {
-        let Ok(mut engine) = self.engine.try_lock() else {
+        let Ok(mut slot) = self.engine.try_lock() else {
             // The session holds the engine: it is doing this very work
             // and will wake the socket.
             return false;
         };
-        if !engine.is_active() || inbound.is_conflate() {
+        let Some(engine) = slot.as_mut() else {
             return false;
-        }
-        let unsent = engine.unsent();
-        let reads = Reads {
-            max: PULL_READS,
-            speculative: true,
         };
-        let (input, delivered) = engine.read(Some(inbound), reads, Instant::now());
-        let mut hand_over = match input {
-            Input::Idle | Input::Full => false,
-            Input::More | Input::Handshake => true,
-            Input::Ended(end) => {
-                engine.ended = Some(end);
-                true
-            }
-        };
-        // A PING read here queued a PONG: the session writes it.
-        hand_over |= engine.unsent() > unsent;
-        drop(engine);
-        if hand_over {
+        let pulled = engine.pull(inbound, self.clock.now());
+        drop(slot);
+        if pulled.hand_over {
             self.session.wake();
         }
-        delivered > 0
+        pulled.delivered > 0
     }
 }

@@ -1,11 +1,17 @@
-//! The I/O thread: one mio event loop per context that runs every tcp and
-//! ipc connection (sessions), the listeners, and the timers (reconnects,
-//! handshakes, heartbeats).
+//! The I/O thread: one mio event loop per context that runs every
+//! connection of a transport (sessions), the listeners, and the timers
+//! (reconnects, handshakes, heartbeats).
 //!
 //! Application threads talk to it through a command queue and a
 //! `mio::Waker`; pipes wake a session through [`ReactorWaker`], which
 //! queues the session's token and wakes the loop only if it may be
 //! asleep. Sessions talk to sockets through pipes and the socket mailbox.
+//! Nothing here knows a transport: endpoints come as
+//! [`Address`]es whose transport binds and connects.
+//!
+//! The loop reads time from a [`Clock`]: the system's, or in the
+//! deterministic tests (`tests.rs`) a simulated one that the test moves,
+//! with the loop stepped by hand rather than run on a thread.
 
 mod engine;
 mod session;
@@ -21,13 +27,13 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
 
-use crate::endpoint::{resolve, Endpoint};
+use crate::endpoint::Address;
 use crate::error::{Error, Result};
 use crate::mailbox::Mailbox;
 use crate::monitor::Event;
 use crate::options::Options;
 use crate::pipe::{PeerMeta, PipeEnd, Queue, Waker};
-use crate::transport::{Listener, Target};
+use crate::transport::{Listener, Stream};
 
 use session::Session;
 
@@ -43,7 +49,7 @@ fn next_token() -> usize {
 enum Cmd {
     Listen {
         token: usize,
-        listener: Listener,
+        listener: Box<dyn Listener>,
         socket: Arc<Mailbox>,
         opts: Box<Options>,
         text: String,
@@ -67,6 +73,39 @@ struct Inbox {
 struct Shared {
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
+    clock: Clock,
+}
+
+/// The I/O thread's time: the system clock, or a simulated one that moves
+/// only when a test advances it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Clock {
+    simulated: Option<Arc<Mutex<Instant>>>,
+}
+
+impl Clock {
+    pub(crate) fn now(&self) -> Instant {
+        match &self.simulated {
+            None => Instant::now(),
+            Some(t) => *t.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// A clock that stands still until [`Clock::advance`].
+    #[cfg(test)]
+    pub(crate) fn simulated() -> Clock {
+        Clock {
+            simulated: Some(Arc::new(Mutex::new(Instant::now()))),
+        }
+    }
+
+    /// Moves a simulated clock to `to` (never backwards).
+    #[cfg(test)]
+    pub(crate) fn advance_to(&self, to: Instant) {
+        let t = self.simulated.as_ref().expect("a simulated clock");
+        let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+        *t = (*t).max(to);
+    }
 }
 
 impl Shared {
@@ -117,20 +156,30 @@ pub(crate) struct Reactor {
 
 impl Reactor {
     pub(crate) fn start() -> std::io::Result<Reactor> {
+        let (reactor, event_loop) = Reactor::unstarted(Clock::default())?;
+        let thread = std::thread::Builder::new()
+            .name("fabriq-io".into())
+            .spawn(move || event_loop.run())?;
+        *reactor.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
+        Ok(reactor)
+    }
+
+    /// A reactor and its loop, not yet running: [`Reactor::start`] runs
+    /// the loop on its thread; the deterministic tests step it by hand.
+    fn unstarted(clock: Clock) -> std::io::Result<(Reactor, EventLoop)> {
         let poll = Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
         let shared = Arc::new(Shared {
             waker,
             inbox: Mutex::new(Inbox::default()),
+            clock,
         });
-        let loop_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("fabriq-io".into())
-            .spawn(move || EventLoop::new(poll, loop_shared).run())?;
-        Ok(Reactor {
+        let event_loop = EventLoop::new(poll, shared.clone());
+        let reactor = Reactor {
             shared,
-            thread: Mutex::new(Some(thread)),
-        })
+            thread: Mutex::new(None),
+        };
+        Ok((reactor, event_loop))
     }
 
     fn reactor_waker(&self, token: usize) -> ReactorWaker {
@@ -140,28 +189,18 @@ impl Reactor {
         }
     }
 
-    /// Binds a tcp or ipc endpoint now (so errors come back at once) and
-    /// hands the listener to the I/O thread.
+    /// Binds an endpoint now (so errors come back at once) and hands the
+    /// listener to the I/O thread.
     pub(crate) fn listen(
         &self,
-        endpoint: &Endpoint,
+        endpoint: &Address,
         socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, String)> {
-        let (listener, text) = match endpoint {
-            Endpoint::Tcp { host, port } => {
-                let (l, text) = crate::transport::tcp::bind(host, *port, opts)?;
-                (Listener::Tcp(l), text)
-            }
-            Endpoint::Ipc(addr) => {
-                let (l, text) = crate::transport::ipc::bind(addr)?;
-                (Listener::Ipc(l), text)
-            }
-            Endpoint::Inproc(_) => unreachable!("inproc is bound without the I/O thread"),
-        };
+        let (listener, text) = endpoint.transport.bind(&endpoint.address, opts)?;
         socket
             .monitor
-            .emit(Event::Listening, listener.raw_fd() as u32, &text);
+            .emit(Event::Listening, listener.monitor_value(), &text);
         let token = next_token();
         self.shared.post(|inbox| {
             inbox.cmds.push(Cmd::Listen {
@@ -180,32 +219,14 @@ impl Reactor {
     /// pipe exists from now on, so messages queue until the peer is there.
     pub(crate) fn connect(
         &self,
-        endpoint: &Endpoint,
+        endpoint: &Address,
         text: &str,
         socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, Option<PipeEnd>)> {
-        let target = match endpoint {
-            Endpoint::Tcp { host, port } => {
-                let port = port.expect("connect endpoints have a port");
-                // An address literal is checked now (an IPv6 address needs
-                // the ipv6 option); a host name is looked up at every
-                // connect attempt, as libzmq does, so a name that does not
-                // resolve yet is retried rather than refused.
-                if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
-                    resolve(host, port, opts.ipv6)?;
-                }
-                Target::Tcp {
-                    host: host.clone(),
-                    port,
-                    ipv6: opts.ipv6,
-                }
-            }
-            Endpoint::Ipc(addr) => Target::Ipc(addr.clone()),
-            Endpoint::Inproc(_) => unreachable!("inproc connects without the I/O thread"),
-        };
+        endpoint.transport.check_connect(&endpoint.address, opts)?;
         let token = next_token();
-        let link = Link::new(self.reactor_waker(token), socket.socket_type);
+        let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
         let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
         let (socket_end, session_end) = if early_pipe {
             let (a, b) = make_pipe(&link, socket, opts, None);
@@ -220,7 +241,8 @@ impl Reactor {
             endpoint: text.to_string(),
             link,
         };
-        let session = Session::connecting(base, target, session_end);
+        let session =
+            Session::connecting(base, endpoint.clone(), session_end, self.shared.clock.now());
         self.shared
             .post(|inbox| inbox.cmds.push(Cmd::Connect(Box::new(session))));
         Ok((token, socket_end))
@@ -258,7 +280,7 @@ impl Reactor {
 /// incoming queue (bounded by RCVHWM). The connection's engine is the
 /// session side's waker, and the socket's end carries it too, so the
 /// socket can ask it to read.
-fn make_pipe(
+pub(super) fn make_pipe(
     link: &Arc<Link>,
     socket: &Arc<Mailbox>,
     opts: &Options,
@@ -296,7 +318,7 @@ fn make_pipe(
 }
 
 struct ListenerEntry {
-    listener: Listener,
+    listener: Box<dyn Listener>,
     socket: Arc<Mailbox>,
     opts: Box<Options>,
     text: String,
@@ -305,31 +327,33 @@ struct ListenerEntry {
 /// The loop's own state, owned by the I/O thread.
 struct EventLoop {
     poll: Poll,
+    events: Events,
     shared: Arc<Shared>,
     listeners: HashMap<usize, ListenerEntry>,
     sessions: HashMap<usize, Session>,
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     shutting_down: bool,
+    /// Whether the last turn moved messages for sockets that woke us.
+    was_woken: bool,
 }
 
 impl EventLoop {
     fn new(poll: Poll, shared: Arc<Shared>) -> EventLoop {
         EventLoop {
             poll,
+            events: Events::with_capacity(256),
             shared,
             listeners: HashMap::new(),
             sessions: HashMap::new(),
             timers: BinaryHeap::new(),
             shutting_down: false,
+            was_woken: false,
         }
     }
 
     fn run(mut self) {
-        let mut events = Events::with_capacity(256);
-        // Whether the last turn moved messages for sockets that woke us.
-        let mut was_woken = false;
         loop {
-            if was_woken {
+            if self.was_woken {
                 // Give the CPU to a runnable application thread before
                 // sleeping. When it shares our CPU (a sender pinned with
                 // its I/O thread), each of its wake-ups would otherwise
@@ -340,136 +364,88 @@ impl EventLoop {
                 // once. Wake-ups stay as they are, so none is lost.
                 std::thread::yield_now();
             }
-            let timeout = self
-                .timers
-                .peek()
-                .map(|Reverse((t, _))| t.saturating_duration_since(Instant::now()));
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    tracing::error!("I/O thread poll failed: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                continue;
-            }
-            let now = Instant::now();
-            for event in events.iter() {
-                let token = event.token().0;
-                if event.token() == WAKER {
-                    continue;
-                }
-                if self.listeners.contains_key(&token) {
-                    self.accept(token, now);
-                } else if let Some(s) = self.sessions.get_mut(&token) {
-                    s.ready(
-                        event.is_readable() || event.is_read_closed() || event.is_error(),
-                        event.is_writable() || event.is_write_closed() || event.is_error(),
-                    );
-                    self.drive(token, now);
-                }
-            }
-            let inbox = std::mem::take(&mut *self.shared.lock());
-            for cmd in inbox.cmds {
-                self.command(cmd, now);
-            }
-            was_woken = !inbox.ready.is_empty();
-            for token in inbox.ready {
-                self.drive(token, now);
-            }
-            self.fire_timers(Instant::now());
-            if self.shutting_down && self.sessions.is_empty() {
+            let now = self.shared.clock.now();
+            let timeout = self.next_timer().map(|t| t.saturating_duration_since(now));
+            if self.turn(timeout) {
                 break;
             }
         }
-        for (_, mut l) in self.listeners.drain() {
-            l.listener.deregister(self.poll.registry());
+        self.close_listeners();
+    }
+
+    /// The earliest pending timer.
+    fn next_timer(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// One turn: waits up to `timeout` for readiness, runs the sessions
+    /// and listeners it names, the commands and wake-ups posted, and the
+    /// timers that are due. Returns true once the loop is finished
+    /// (shutting down with no session left).
+    fn turn(&mut self, timeout: Option<Duration>) -> bool {
+        let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+        if let Err(e) = self.poll.poll(&mut events, timeout) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::error!("I/O thread poll failed: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            self.events = events;
+            return false;
         }
+        let now = self.shared.clock.now();
+        for event in events.iter() {
+            let token = event.token().0;
+            if event.token() == WAKER {
+                continue;
+            }
+            if self.listeners.contains_key(&token) {
+                self.accept(token, now);
+            } else if let Some(s) = self.sessions.get_mut(&token) {
+                s.ready(
+                    event.is_readable() || event.is_read_closed() || event.is_error(),
+                    event.is_writable() || event.is_write_closed() || event.is_error(),
+                );
+                self.drive(token, now);
+            }
+        }
+        self.events = events;
+        let inbox = std::mem::take(&mut *self.shared.lock());
+        for cmd in inbox.cmds {
+            self.command(cmd, now);
+        }
+        self.was_woken = !inbox.ready.is_empty();
+        for token in inbox.ready {
+            self.drive(token, now);
+        }
+        self.fire_timers(self.shared.clock.now());
+        self.shutting_down && self.sessions.is_empty()
     }
 
     fn command(&mut self, cmd: Cmd, now: Instant) {
         match cmd {
             Cmd::Listen {
                 token,
-                mut listener,
+                listener,
                 socket,
                 opts,
                 text,
             } => {
-                if let Err(e) = listener.register(self.poll.registry(), Token(token)) {
-                    tracing::error!("cannot register listener {text}: {e}");
-                    return;
-                }
-                self.listeners.insert(
-                    token,
-                    ListenerEntry {
-                        listener,
-                        socket,
-                        opts,
-                        text,
-                    },
-                );
-                // Connections may have queued before registration.
-                self.accept(token, now);
+                let entry = ListenerEntry {
+                    listener,
+                    socket,
+                    opts,
+                    text,
+                };
+                self.add_listener(token, entry, now);
             }
             Cmd::Connect(session) => {
                 let token = session.token;
                 self.sessions.insert(token, *session);
                 self.drive(token, now);
             }
-            Cmd::Unbind(token) => {
-                if let Some(mut l) = self.listeners.remove(&token) {
-                    l.listener.deregister(self.poll.registry());
-                    // As libzmq: CLOSED once the endpoint is free (the fd
-                    // closed and an ipc file removed), so a watcher may
-                    // bind it again.
-                    let fd = l.listener.raw_fd() as u32;
-                    let socket = l.socket.clone();
-                    let text = std::mem::take(&mut l.text);
-                    drop(l);
-                    socket.monitor.emit(Event::Closed, fd, &text);
-                }
-                let accepted: Vec<usize> = self
-                    .sessions
-                    .iter()
-                    .filter(|(_, s)| s.accepted_by() == Some(token))
-                    .map(|(t, _)| *t)
-                    .collect();
-                for t in accepted {
-                    self.remove_session(t);
-                }
-            }
+            Cmd::Unbind(token) => self.unbind(token),
             Cmd::Disconnect(token) => self.remove_session(token),
-            Cmd::CloseSocket { socket, linger } => {
-                let listeners: Vec<usize> = self
-                    .listeners
-                    .iter()
-                    .filter(|(_, l)| l.socket.id == socket)
-                    .map(|(t, _)| *t)
-                    .collect();
-                for t in listeners {
-                    if let Some(mut l) = self.listeners.remove(&t) {
-                        l.listener.deregister(self.poll.registry());
-                    }
-                }
-                let tokens: Vec<usize> = self
-                    .sessions
-                    .iter()
-                    .filter(|(_, s)| s.socket.id == socket)
-                    .map(|(t, _)| *t)
-                    .collect();
-                for t in tokens {
-                    let deadline = match linger {
-                        -1 => None,
-                        ms => Some(now + Duration::from_millis(ms.max(0) as u64)),
-                    };
-                    if let Some(s) = self.sessions.get_mut(&t) {
-                        s.start_linger(deadline);
-                        if let Some(d) = deadline {
-                            self.timers.push(Reverse((d, t)));
-                        }
-                    }
-                    self.drive(t, now);
-                }
-            }
+            Cmd::CloseSocket { socket, linger } => self.close_socket(socket, linger, now),
             Cmd::Shutdown => {
                 self.shutting_down = true;
                 let tokens: Vec<usize> = self.sessions.keys().copied().collect();
@@ -480,33 +456,82 @@ impl EventLoop {
         }
     }
 
+    /// Registers a bound listener and takes the connections that queued
+    /// before it was registered.
+    fn add_listener(&mut self, token: usize, mut entry: ListenerEntry, now: Instant) {
+        if let Err(e) = entry.listener.register(self.poll.registry(), Token(token)) {
+            tracing::error!("cannot register listener {}: {e}", entry.text);
+            return;
+        }
+        self.listeners.insert(token, entry);
+        self.accept(token, now);
+    }
+
+    /// Stops a listener and ends the connections it accepted.
+    fn unbind(&mut self, token: usize) {
+        if let Some(mut l) = self.listeners.remove(&token) {
+            l.listener.deregister(self.poll.registry());
+            // As libzmq: CLOSED once the endpoint is free (the fd closed
+            // and an ipc file removed), so a watcher may bind it again.
+            let value = l.listener.monitor_value();
+            let socket = l.socket.clone();
+            let text = std::mem::take(&mut l.text);
+            drop(l);
+            socket.monitor.emit(Event::Closed, value, &text);
+        }
+        let accepted: Vec<usize> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.accepted_by() == Some(token))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in accepted {
+            self.remove_session(t);
+        }
+    }
+
+    /// A socket was closed: its listeners go now, its sessions linger
+    /// (send what is queued, up to `linger` ms; -1 without limit).
+    fn close_socket(&mut self, socket: u64, linger: i32, now: Instant) {
+        let listeners: Vec<usize> = self
+            .listeners
+            .iter()
+            .filter(|(_, l)| l.socket.id == socket)
+            .map(|(t, _)| *t)
+            .collect();
+        for t in listeners {
+            if let Some(mut l) = self.listeners.remove(&t) {
+                l.listener.deregister(self.poll.registry());
+            }
+        }
+        let deadline = match linger {
+            -1 => None,
+            ms => Some(now + Duration::from_millis(ms.max(0) as u64)),
+        };
+        let tokens: Vec<usize> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.socket.id == socket)
+            .map(|(t, _)| *t)
+            .collect();
+        for t in tokens {
+            if let Some(s) = self.sessions.get_mut(&t) {
+                s.start_linger(deadline);
+                if let Some(d) = deadline {
+                    self.timers.push(Reverse((d, t)));
+                }
+            }
+            self.drive(t, now);
+        }
+    }
+
     fn accept(&mut self, token: usize, now: Instant) {
         loop {
             let Some(entry) = self.listeners.get_mut(&token) else {
                 return;
             };
             match entry.listener.accept() {
-                Ok(Some(stream)) => {
-                    let session_token = next_token();
-                    entry
-                        .socket
-                        .monitor
-                        .emit(Event::Accepted, stream.raw_fd() as u32, &entry.text);
-                    let waker = ReactorWaker {
-                        shared: self.shared.clone(),
-                        token: session_token,
-                    };
-                    let base = session::Base {
-                        token: session_token,
-                        socket: entry.socket.clone(),
-                        opts: (*entry.opts).clone(),
-                        endpoint: entry.text.clone(),
-                        link: Link::new(waker, entry.socket.socket_type),
-                    };
-                    let session = Session::accepted(base, token, stream, self.poll.registry(), now);
-                    self.sessions.insert(session_token, session);
-                    self.drive(session_token, now);
-                }
+                Ok(Some(stream)) => self.add_accepted(token, stream, now),
                 Ok(None) => return,
                 Err(e) => {
                     // EMFILE and friends: report and try again on the next
@@ -521,6 +546,32 @@ impl EventLoop {
                 }
             }
         }
+    }
+
+    /// A session for a connection `listener` accepted.
+    fn add_accepted(&mut self, listener: usize, stream: Box<dyn Stream>, now: Instant) {
+        let Some(entry) = self.listeners.get(&listener) else {
+            return;
+        };
+        let token = next_token();
+        entry
+            .socket
+            .monitor
+            .emit(Event::Accepted, stream.monitor_value(), &entry.text);
+        let waker = ReactorWaker {
+            shared: self.shared.clone(),
+            token,
+        };
+        let base = session::Base {
+            token,
+            socket: entry.socket.clone(),
+            opts: (*entry.opts).clone(),
+            endpoint: entry.text.clone(),
+            link: Link::new(waker, self.shared.clock.clone()),
+        };
+        let session = Session::accepted(base, listener, stream, self.poll.registry(), now);
+        self.sessions.insert(token, session);
+        self.drive(token, now);
     }
 
     /// Runs a session and applies what it asks for.
@@ -561,19 +612,16 @@ impl EventLoop {
             }
         }
     }
+
+    fn close_listeners(&mut self) {
+        for (_, mut l) in self.listeners.drain() {
+            l.listener.deregister(self.poll.registry());
+        }
+    }
 }
 
 impl Drop for Reactor {
     fn drop(&mut self) {
         self.shutdown_and_wait();
     }
-}
-
-fn session_pipe(
-    link: &Arc<Link>,
-    socket: &Arc<Mailbox>,
-    opts: &Options,
-    peer: PeerMeta,
-) -> (PipeEnd, PipeEnd) {
-    make_pipe(link, socket, opts, Some(peer))
 }

@@ -1,11 +1,12 @@
-//! A session: one tcp or ipc connection of one socket, in the I/O thread.
+//! A session: one endpoint's connection of one socket, in the I/O thread.
 //!
-//! It owns the connection's life (connecting, the handshake, reconnects,
-//! timers, monitor events, the pipe to the socket) and leaves moving bytes
-//! and messages to the connection's engine (`engine.rs`), which it drives
-//! from the I/O thread as the socket's thread may. A connecting session outlives its connections: it reconnects
-//! with libzmq's intervals and backoff, keeps its pipe (so messages queue
-//! meanwhile), and replays the subscriptions it has carried.
+//! It owns the connection's life (connecting through its transport, the
+//! pipe to the socket, reconnects with libzmq's intervals and backoff,
+//! linger, monitor events) and leaves moving messages to the connection's
+//! [`Engine`], which it makes once the transport has a connection and
+//! drives from the I/O thread as the socket's thread may. A connecting
+//! session outlives its connections: it keeps its pipe (so messages queue
+//! meanwhile) and replays the subscriptions it has carried.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,15 +14,16 @@ use std::time::{Duration, Instant};
 use fabriq_zmtp::{Connection, ProtocolError};
 use mio::{Registry, Token};
 
-use super::engine::{End, Input, Link, Reads, StreamEngine};
+use super::engine::{End, Engine, Input, Link, Reads, StreamEngine};
 
+use crate::endpoint::Address;
 use crate::mailbox::Mailbox;
 use crate::message::Metadata;
 use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
 use crate::pipe::{PeerMeta, PipeEnd};
 use crate::topics::Topics;
-use crate::transport::{self, Stream, Target};
+use crate::transport::Stream;
 
 /// Reads per turn before yielding to other sessions.
 const READ_BUDGET: usize = 16;
@@ -33,7 +35,7 @@ pub(super) struct Base {
     pub opts: Options,
     /// The endpoint as monitor events name it.
     pub endpoint: String,
-    /// The connection's engine, shared with the socket's end of the pipe.
+    /// The connection's engine slot, shared with the socket's end of the pipe.
     pub link: Arc<Link>,
 }
 
@@ -50,7 +52,7 @@ pub(super) enum Outcome {
 #[derive(Debug)]
 enum Origin {
     Connect {
-        target: Target,
+        target: Address,
         /// Current reconnect interval (grows with backoff).
         ivl: Option<Duration>,
         /// When to try again, while disconnected.
@@ -67,7 +69,9 @@ pub(super) struct Session {
     opts: Options,
     endpoint: String,
     origin: Origin,
-    /// The connection's engine (see `engine.rs`).
+    /// A connect attempt in progress (registered with the poller).
+    connecting: Option<Box<dyn Stream>>,
+    /// The connection's engine, when there is a connection.
     link: Arc<Link>,
     pipe: Option<PipeEnd>,
     /// The pipe lives only as long as one connection (accepted sessions,
@@ -80,6 +84,8 @@ pub(super) struct Session {
     linger: Option<Option<Instant>>,
 }
 
+type Slot = Option<Box<dyn Engine>>;
+
 impl Session {
     /// A session in its initial state, with nothing connected yet.
     fn new(base: Base, origin: Origin, pipe: Option<PipeEnd>) -> Session {
@@ -89,6 +95,7 @@ impl Session {
             opts: base.opts,
             endpoint: base.endpoint,
             origin,
+            connecting: None,
             link: base.link,
             pipe_per_connection: pipe.is_none(),
             pipe,
@@ -97,11 +104,16 @@ impl Session {
         }
     }
 
-    pub(super) fn connecting(base: Base, target: Target, pipe: Option<PipeEnd>) -> Session {
+    pub(super) fn connecting(
+        base: Base,
+        target: Address,
+        pipe: Option<PipeEnd>,
+        now: Instant,
+    ) -> Session {
         let origin = Origin::Connect {
             target,
             ivl: millis(base.opts.reconnect_ivl),
-            retry_at: Some(Instant::now()),
+            retry_at: Some(now),
         };
         Session::new(base, origin, pipe)
     }
@@ -109,7 +121,7 @@ impl Session {
     pub(super) fn accepted(
         base: Base,
         listener: usize,
-        mut stream: Stream,
+        mut stream: Box<dyn Stream>,
         registry: &Registry,
         now: Instant,
     ) -> Session {
@@ -118,20 +130,26 @@ impl Session {
             tracing::error!("cannot register connection: {e}");
         }
         let s = Session::new(base, Origin::Accept { listener }, None);
-        let mut io = s.link.lock();
-        io.conn = Connection::new(s.opts.zmtp_config(s.socket.socket_type), now).ok();
-        io.stream = Some(stream);
-        io.readable = true;
-        io.writable = true;
-        drop(io);
+        *s.link.lock() = s.engine_for(stream, now);
         s
     }
 
-    /// Records readiness the event loop saw for this session's stream.
+    /// The engine for a connected stream.
+    fn engine_for(&self, stream: Box<dyn Stream>, now: Instant) -> Slot {
+        let socket_type = self.socket.socket_type;
+        let conn = Connection::new(self.opts.zmtp_config(socket_type), now).ok()?;
+        let lock_step = matches!(
+            socket_type,
+            fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep
+        );
+        Some(Box::new(StreamEngine::new(stream, conn, lock_step)))
+    }
+
+    /// Records readiness the event loop saw for this session's sources.
     pub(super) fn ready(&self, readable: bool, writable: bool) {
-        let mut io = self.link.lock();
-        io.readable |= readable;
-        io.writable |= writable;
+        if let Some(engine) = self.link.lock().as_mut() {
+            engine.ready(readable, writable);
+        }
     }
 
     pub(super) fn accepted_by(&self) -> Option<usize> {
@@ -153,75 +171,72 @@ impl Session {
         shutting_down: bool,
     ) -> Outcome {
         let link = self.link.clone();
-        let mut io = link.lock();
-        self.turn(&mut io, registry, now, shutting_down)
+        let mut slot = link.lock();
+        self.turn(&mut slot, registry, now, shutting_down)
     }
 
     fn turn(
         &mut self,
-        io: &mut StreamEngine,
+        slot: &mut Slot,
         registry: &Registry,
         now: Instant,
         shutting_down: bool,
     ) -> Outcome {
-        if let Some(outcome) = self.check_linger(io, now, shutting_down) {
+        if let Some(outcome) = self.check_linger(slot, now, shutting_down) {
             return outcome;
         }
-        if io.stream.is_none() {
-            return self.maybe_connect(io, registry, now);
-        }
-        if io.connecting {
-            match io.stream.as_mut().map(Stream::connect_result) {
-                Some(Ok(true)) => self.on_connected(io, now),
+        if slot.is_none() {
+            if self.connecting.is_none() {
+                return self.maybe_connect(slot, registry, now);
+            }
+            match self.connecting.as_mut().map(|s| s.connect_result()) {
+                Some(Ok(true)) => self.on_connected(slot, now),
                 Some(Ok(false)) => return Outcome::Keep { wake_at: None },
-                Some(Err(e)) => return self.on_end(io, registry, End::Io(e), now),
+                Some(Err(e)) => return self.on_end(slot, registry, End::Io(e), now),
                 None => unreachable!("checked above"),
             }
         }
+        let Some(engine) = slot.as_mut() else {
+            // The protocol would not start (a configuration it refuses).
+            return self.on_end(slot, registry, End::Eof, now);
+        };
         let reads = Reads {
             max: READ_BUDGET,
             speculative: false,
         };
         let budget_left = loop {
             let inbound = self.pipe.as_ref().map(|p| &*p.tx);
-            match io.read(inbound, reads, now).0 {
-                Input::Handshake => self.on_handshake(io),
-                Input::Ended(end) => return self.on_end(io, registry, end, now),
+            match engine.read(inbound, reads, now).0 {
+                Input::Handshake => self.on_handshake(engine.as_mut()),
+                Input::Ended(end) => return self.on_end(slot, registry, end, now),
                 Input::More => break false,
                 Input::Idle | Input::Full => break true,
             }
         };
-        if let Err(e) = self.write(io) {
-            return self.on_end(io, registry, End::Io(e), now);
+        if let Err(e) = self.write(engine.as_mut()) {
+            return self.on_end(slot, registry, End::Io(e), now);
         }
-        if let Some(conn) = io.conn.as_mut() {
-            if conn.poll_timeout().is_some_and(|t| t <= now) {
-                if let Err(e) = conn.handle_timeout(now) {
-                    return self.on_end(io, registry, End::Protocol(e), now);
-                }
-                if let Err(e) = self.write(io) {
-                    return self.on_end(io, registry, End::Io(e), now);
-                }
+        if engine.poll_timeout().is_some_and(|t| t <= now) {
+            if let Err(e) = engine.handle_timeout(now) {
+                return self.on_end(slot, registry, End::Protocol(e), now);
+            }
+            if let Err(e) = self.write(engine.as_mut()) {
+                return self.on_end(slot, registry, End::Io(e), now);
             }
         }
-        if let Some(outcome) = self.check_linger(io, now, shutting_down) {
+        if let Some(outcome) = self.check_linger(slot, now, shutting_down) {
             return outcome;
         }
         if !budget_left {
             return Outcome::Again;
         }
         Outcome::Keep {
-            wake_at: io.conn.as_ref().and_then(Connection::poll_timeout),
+            wake_at: slot.as_ref().and_then(|e| e.poll_timeout()),
         }
     }
 
     /// Ends a lingering session once everything is sent or time is up.
-    fn check_linger(
-        &mut self,
-        io: &StreamEngine,
-        now: Instant,
-        shutting_down: bool,
-    ) -> Option<Outcome> {
+    fn check_linger(&mut self, slot: &Slot, now: Instant, shutting_down: bool) -> Option<Outcome> {
         let deadline = match self.linger {
             Some(d) => d,
             None if shutting_down => Some(now),
@@ -231,19 +246,14 @@ impl Session {
             return Some(Outcome::Remove);
         }
         let queued = self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0);
-        let unsent = io.conn.as_ref().is_some_and(|c| !c.pending().is_empty());
-        if !(queued || unsent && io.stream.is_some()) {
+        let unsent = slot.as_ref().is_some_and(|e| e.unsent() > 0);
+        if !(queued || unsent) {
             return Some(Outcome::Remove);
         }
         None
     }
 
-    fn maybe_connect(
-        &mut self,
-        io: &mut StreamEngine,
-        registry: &Registry,
-        now: Instant,
-    ) -> Outcome {
+    fn maybe_connect(&mut self, slot: &mut Slot, registry: &Registry, now: Instant) -> Outcome {
         let Origin::Connect {
             target, retry_at, ..
         } = &mut self.origin
@@ -256,174 +266,91 @@ impl Session {
             None => return Outcome::Keep { wake_at: None },
         }
         *retry_at = None;
-        match transport::connect(target) {
+        match target.transport.connect(&target.address, &self.opts) {
             Ok(mut stream) => {
                 if let Err(e) = stream.register(registry, Token(self.token)) {
                     tracing::error!("cannot register connection: {e}");
-                    return self.on_end(io, registry, End::Io(e), now);
+                    return self.on_end(slot, registry, End::Io(e), now);
                 }
-                io.stream = Some(stream);
-                io.connecting = true;
+                self.connecting = Some(stream);
                 self.socket.monitor.emit(
                     Event::ConnectDelayed,
                     libc::EINPROGRESS as u32,
                     &self.endpoint,
                 );
+                // The poller reports the stream writable once the
+                // connect is done (or at once, where it already is).
                 Outcome::Keep { wake_at: None }
             }
-            Err(e) => self.on_end(io, registry, End::Io(e), now),
+            Err(e) => self.on_end(slot, registry, End::Io(e), now),
         }
     }
 
-    fn on_connected(&mut self, io: &mut StreamEngine, now: Instant) {
-        io.connecting = false;
-        io.readable = true;
-        io.writable = true;
-        if let Some(s) = &io.stream {
-            s.tune(&self.opts);
-            self.socket
-                .monitor
-                .emit(Event::Connected, s.raw_fd() as u32, &self.endpoint);
-        }
-        io.conn = Connection::new(self.opts.zmtp_config(self.socket.socket_type), now).ok();
+    fn on_connected(&mut self, slot: &mut Slot, now: Instant) {
+        let Some(stream) = self.connecting.take() else {
+            return;
+        };
+        stream.tune(&self.opts);
+        self.socket
+            .monitor
+            .emit(Event::Connected, stream.monitor_value(), &self.endpoint);
+        *slot = self.engine_for(stream, now);
         if let Origin::Connect { ivl, .. } = &mut self.origin {
             *ivl = millis(self.opts.reconnect_ivl);
         }
     }
 
-    fn on_handshake(&mut self, io: &mut StreamEngine) {
-        io.handshaken = true;
-        let Some(conn) = io.conn.as_mut() else {
+    fn on_handshake(&mut self, engine: &mut dyn Engine) {
+        let Some(peer) = engine.peer().cloned() else {
             return;
         };
-        let peer = conn.peer().cloned().expect("handshake complete");
         self.socket
             .monitor
             .emit(Event::HandshakeSucceeded, 0, &self.endpoint);
-        let peer_address = io.stream.as_ref().map(Stream::peer_text);
         let meta = PeerMeta {
             identity: peer.identity.clone(),
             metadata: Some(Arc::new(Metadata {
                 properties: peer.properties.clone(),
-                peer_address,
+                peer_address: Some(engine.peer_address()),
             })),
         };
         if self.pipe.is_none() && self.linger.is_none() {
             let (socket_end, session_end) =
-                super::session_pipe(&self.link, &self.socket, &self.opts, meta);
+                super::make_pipe(&self.link, &self.socket, &self.opts, Some(meta));
             self.pipe = Some(session_end);
             self.socket.attach(socket_end);
         }
         // After a reconnect, tell the new publisher what we subscribe to.
         if self.socket.socket_type.is_subscriber() {
             for topic in self.subs.iter() {
-                let _ = conn.subscribe(topic);
+                engine.subscribe(topic);
             }
         }
     }
 
     /// Moves what the socket queued for the peer to the wire.
-    fn write(&mut self, io: &mut StreamEngine) -> std::io::Result<()> {
+    fn write(&mut self, engine: &mut dyn Engine) -> std::io::Result<()> {
         let outbound = self.pipe.as_ref().map(|p| &*p.rx);
         let subs = self
             .socket
             .socket_type
             .is_subscriber()
             .then_some(&mut self.subs);
-        io.write(outbound, subs)
+        engine.write(outbound, subs)
     }
 
-    /// The connection ended: report, clean up, and reconnect or finish.
-    fn on_end(
-        &mut self,
-        io: &mut StreamEngine,
-        registry: &Registry,
-        end: End,
-        now: Instant,
-    ) -> Outcome {
-        let was_connected = !io.connecting && io.stream.is_some();
-        if let End::Io(e) = &end {
-            tracing::debug!("{}: connection failed: {e}", self.endpoint);
-        }
-        let truncated = match (&end, io.conn.as_mut()) {
-            (End::Eof, Some(conn)) => conn.end_of_input(),
-            _ => None,
-        };
-        // libzmq ends a connecting session for good on a protocol error
-        // (a peer that speaks wrongly will not improve by retrying), but
-        // retries after timeouts and I/O errors.
-        let fatal = matches!(
-            &end,
-            End::Protocol(e) if !matches!(
-                e,
-                ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
-            )
-        );
-        let protocol = match end {
-            End::Protocol(e) => Some(e),
-            _ => truncated,
-        };
-        if let Some(e) = &protocol {
-            tracing::debug!("{}: closing connection: {e}", self.endpoint);
-            if !io.handshaken {
-                let (ev, value) = handshake_failure(e);
-                self.socket.monitor.emit(ev, value, &self.endpoint);
-            }
-            // Best effort: an ERROR command the engine queued. Nothing more
-            // is taken from the pipe: a connecting session keeps what is
-            // queued for the next connection.
-            let _ = io.write(None, None);
-        }
-        if let Some(mut stream) = io.stream.take() {
-            stream.deregister(registry);
-            let event = if was_connected {
-                Event::Disconnected
-            } else {
-                // A connect that failed: libzmq reports its socket closed.
-                Event::Closed
-            };
-            self.socket
-                .monitor
-                .emit(event, stream.raw_fd() as u32, &self.endpoint);
-        }
-        io.conn = None;
-        io.connecting = false;
-        io.handshaken = false;
-        io.readable = false;
-        io.writable = false;
-        io.ended = None;
+    /// The connection (or the attempt) ended: report, clean up, and
+    /// reconnect or finish.
+    fn on_end(&mut self, slot: &mut Slot, registry: &Registry, end: End, now: Instant) -> Outcome {
+        let fatal = is_fatal(&end);
+        self.report_end(slot, end);
+        self.drop_connection(slot, registry);
         if self.pipe_per_connection {
             if let Some(p) = self.pipe.take() {
                 p.close();
             }
         }
-        let reconnect = match &mut self.origin {
-            Origin::Accept { .. } => None,
-            Origin::Connect { .. } if fatal => None,
-            Origin::Connect { ivl, retry_at, .. } => {
-                let next = ivl.map(|current| {
-                    // libzmq: the current interval plus up to one base
-                    // interval of jitter; with a larger maximum, the
-                    // interval doubles up to it.
-                    let base = millis(self.opts.reconnect_ivl).unwrap_or(current);
-                    let random = std::hash::BuildHasher::hash_one(
-                        &std::collections::hash_map::RandomState::new(),
-                        self.token,
-                    );
-                    let jitter = Duration::from_millis(random % base.as_millis().max(1) as u64);
-                    let wait = current + jitter;
-                    if let Some(max) = millis(self.opts.reconnect_ivl_max) {
-                        if max > base {
-                            *ivl = Some((current * 2).min(max));
-                        }
-                    }
-                    wait
-                });
-                *retry_at = next.map(|w| now + w);
-                next
-            }
-        };
-        match reconnect {
+        match self.schedule_reconnect(fatal, now) {
             Some(wait)
                 if self.linger.is_none() || self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0) =>
             {
@@ -440,24 +367,107 @@ impl Session {
         }
     }
 
+    /// Logs why the connection ended, reports a failed handshake, and
+    /// sends what the engine queued last (an ERROR command).
+    fn report_end(&mut self, slot: &mut Slot, end: End) {
+        if let End::Io(e) = &end {
+            tracing::debug!("{}: connection failed: {e}", self.endpoint);
+        }
+        let Some(engine) = slot.as_mut() else {
+            return;
+        };
+        let protocol = match end {
+            End::Protocol(e) => Some(e),
+            End::Eof => engine.end_of_input(),
+            End::Io(_) => None,
+        };
+        if let Some(e) = &protocol {
+            tracing::debug!("{}: closing connection: {e}", self.endpoint);
+            if !engine.handshaken() {
+                let (ev, value) = handshake_failure(e);
+                self.socket.monitor.emit(ev, value, &self.endpoint);
+            }
+            // Best effort, and nothing more is taken from the pipe: a
+            // connecting session keeps what is queued for the next
+            // connection.
+            let _ = engine.write(None, None);
+        }
+    }
+
+    /// Takes the connection (or the attempt) out of the poller and drops
+    /// it, with the monitor event libzmq gives.
+    fn drop_connection(&mut self, slot: &mut Slot, registry: &Registry) {
+        if let Some(mut engine) = slot.take() {
+            engine.deregister(registry);
+            self.socket
+                .monitor
+                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
+        }
+        if let Some(mut stream) = self.connecting.take() {
+            stream.deregister(registry);
+            // A connect that failed: libzmq reports its socket closed.
+            self.socket
+                .monitor
+                .emit(Event::Closed, stream.monitor_value(), &self.endpoint);
+        }
+    }
+
+    /// When to try again, for a connecting session: the current interval
+    /// plus up to one base interval of jitter (libzmq's rule); with a
+    /// larger maximum the interval doubles up to it. `None`: do not.
+    fn schedule_reconnect(&mut self, fatal: bool, now: Instant) -> Option<Duration> {
+        let Origin::Connect { ivl, retry_at, .. } = &mut self.origin else {
+            return None;
+        };
+        if fatal {
+            return None;
+        }
+        let next = ivl.map(|current| {
+            let base = millis(self.opts.reconnect_ivl).unwrap_or(current);
+            let random = std::hash::BuildHasher::hash_one(
+                &std::collections::hash_map::RandomState::new(),
+                self.token,
+            );
+            let jitter = Duration::from_millis(random % base.as_millis().max(1) as u64);
+            if let Some(max) = millis(self.opts.reconnect_ivl_max) {
+                if max > base {
+                    *ivl = Some((current * 2).min(max));
+                }
+            }
+            current + jitter
+        });
+        *retry_at = next.map(|w| now + w);
+        next
+    }
+
     /// Closes everything (removal from the loop).
     pub(super) fn close(&mut self, registry: &Registry) {
         let link = self.link.clone();
-        let mut io = link.lock();
-        if let Some(mut stream) = io.stream.take() {
-            stream.deregister(registry);
-            if io.handshaken || io.conn.is_some() {
-                self.socket.monitor.emit(
-                    Event::Disconnected,
-                    stream.raw_fd() as u32,
-                    &self.endpoint,
-                );
-            }
+        let mut slot = link.lock();
+        if let Some(mut engine) = slot.take() {
+            engine.deregister(registry);
+            self.socket
+                .monitor
+                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
         }
-        io.conn = None;
-        io.handshaken = false;
+        if let Some(mut stream) = self.connecting.take() {
+            stream.deregister(registry);
+        }
         if let Some(p) = self.pipe.take() {
             p.close();
         }
     }
+}
+
+/// libzmq ends a connecting session for good on a protocol error (a peer
+/// that speaks wrongly will not improve by retrying), but retries after
+/// timeouts and I/O errors.
+fn is_fatal(end: &End) -> bool {
+    matches!(
+        end,
+        End::Protocol(e) if !matches!(
+            e,
+            ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
+        )
+    )
 }

@@ -1,7 +1,8 @@
 //! `ipc://`: Unix domain sockets, by path or (Linux) abstract name, and
 //! `ipc://*` with a fresh path.
 
-use std::io;
+use std::io::{self, IoSlice, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::SocketAddr;
@@ -9,13 +10,90 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::endpoint::IpcAddr;
-use crate::error::{fail, Error, Result};
+use bytes::BytesMut;
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
+
+use super::{Listener, Stream, Transport};
+use crate::endpoint::Role;
+use crate::error::{err, fail, Error, Result};
+use crate::options::Options;
+
+/// Longest filesystem path for an `ipc://` endpoint (`sun_path` is 108
+/// bytes including the terminating NUL).
+pub(crate) const MAX_IPC_PATH: usize = 107;
+
+/// The `ipc://` transport.
+pub(crate) struct Ipc;
+
+/// What an `ipc://` endpoint names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IpcAddr {
+    Path(PathBuf),
+    Abstract(Vec<u8>),
+    /// `ipc://*`: a fresh path chosen at bind time.
+    Wildcard,
+}
+
+impl Transport for Ipc {
+    fn scheme(&self) -> &'static str {
+        "ipc"
+    }
+
+    fn parse(&self, text: &str, rest: &str, role: Role) -> Result<()> {
+        parse(text, rest, role).map(drop)
+    }
+
+    fn bind(&self, address: &str, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        let (listener, text) = bind(&parse(address, address, Role::Bind)?)?;
+        Ok((Box::new(listener), text))
+    }
+
+    fn connect(&self, address: &str, _opts: &Options) -> io::Result<Box<dyn Stream>> {
+        let addr = parse(address, address, Role::Connect)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        Ok(Box::new(connect(&addr)?))
+    }
+}
+
+fn parse(text: &str, rest: &str, role: Role) -> Result<IpcAddr> {
+    if rest.is_empty() {
+        return err(Error::EINVAL, format!("ipc endpoint {text:?} has no path"));
+    }
+    if rest == "*" {
+        if role == Role::Connect {
+            return err(
+                Error::EINVAL,
+                format!("cannot connect to the wildcard ipc endpoint {text:?}"),
+            );
+        }
+        return Ok(IpcAddr::Wildcard);
+    }
+    if let Some(name) = rest.strip_prefix('@') {
+        if name.len() + 1 > MAX_IPC_PATH {
+            return err(
+                Error::ENAMETOOLONG,
+                format!(
+                    "abstract ipc name in {text:?} is longer than {} bytes",
+                    MAX_IPC_PATH - 1
+                ),
+            );
+        }
+        return Ok(IpcAddr::Abstract(name.as_bytes().to_vec()));
+    }
+    if rest.len() > MAX_IPC_PATH {
+        return err(
+            Error::ENAMETOOLONG,
+            format!("ipc path in {text:?} is longer than {MAX_IPC_PATH} bytes"),
+        );
+    }
+    Ok(IpcAddr::Path(PathBuf::from(rest)))
+}
 
 /// A bound ipc listener; removes its socket file when dropped.
 #[derive(Debug)]
 pub(crate) struct IpcListener {
-    pub listener: mio::net::UnixListener,
+    listener: mio::net::UnixListener,
     file: Option<SocketFile>,
 }
 
@@ -62,7 +140,7 @@ impl Drop for IpcListener {
 static WILDCARD_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Binds `addr`, returning the listener and its endpoint text.
-pub(crate) fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
+fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
     match addr {
         IpcAddr::Abstract(name) => {
             let sa = SocketAddr::from_abstract_name(name)
@@ -125,7 +203,7 @@ fn finish(
 }
 
 /// Connects (a local connect completes or fails at once).
-pub(crate) fn connect(addr: &IpcAddr) -> io::Result<mio::net::UnixStream> {
+fn connect(addr: &IpcAddr) -> io::Result<mio::net::UnixStream> {
     let std_stream = match addr {
         IpcAddr::Abstract(name) => {
             std::os::unix::net::UnixStream::connect_addr(&SocketAddr::from_abstract_name(name)?)?
@@ -140,4 +218,93 @@ pub(crate) fn connect(addr: &IpcAddr) -> io::Result<mio::net::UnixStream> {
     };
     std_stream.set_nonblocking(true)?;
     Ok(mio::net::UnixStream::from_std(std_stream))
+}
+
+impl Stream for mio::net::UnixStream {
+    fn read_into(&mut self, buf: &mut BytesMut, max: usize) -> io::Result<usize> {
+        super::read_fd(self.as_fd(), buf, max)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        Write::write_vectored(self, bufs)
+    }
+
+    fn connect_result(&mut self) -> io::Result<bool> {
+        match self.take_error()? {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    fn peer_address(&self) -> String {
+        String::new()
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.as_raw_fd() as u32
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        Source::register(
+            self,
+            registry,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        )
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = Source::deregister(self, registry);
+    }
+}
+
+impl Listener for IpcListener {
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>> {
+        match self.listener.accept() {
+            Ok((s, _)) => Ok(Some(Box::new(s))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        self.listener.register(registry, token, Interest::READABLE)
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = self.listener.deregister(registry);
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.listener.as_raw_fd() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_accepted_forms() {
+        assert_eq!(
+            parse("ipc://@abc", "@abc", Role::Bind).unwrap(),
+            IpcAddr::Abstract(b"abc".to_vec())
+        );
+        assert_eq!(
+            parse("ipc://*", "*", Role::Bind).unwrap(),
+            IpcAddr::Wildcard
+        );
+        assert_eq!(
+            parse("ipc:///tmp/x", "/tmp/x", Role::Connect).unwrap(),
+            IpcAddr::Path("/tmp/x".into())
+        );
+    }
+
+    #[test]
+    fn refuses_bad_forms() {
+        assert_eq!(parse("ipc://", "", Role::Bind), Err(Error::EINVAL));
+        assert_eq!(parse("ipc://*", "*", Role::Connect), Err(Error::EINVAL));
+        let long = format!("/tmp/{}", "x".repeat(120));
+        assert_eq!(parse(&long, &long, Role::Bind), Err(Error::ENAMETOOLONG));
+    }
 }

@@ -1,205 +1,135 @@
-//! Transports: they move bytes and report peers, nothing else.
+//! Transports: how an endpoint's address becomes a listener or a
+//! connection. They move bytes and report peers, nothing else; the
+//! protocol and the session logic above them are the same for all.
 //!
-//! A [`Stream`] is one connection as the reactor sees it: a readiness
-//! source it can register, read into the protocol engine's buffer, and
-//! write the engine's batches to with one vectored write. A [`Listener`]
-//! yields new streams. TCP and IPC are byte streams of the OS; the fabric
-//! transport (a later issue) implements the same three operations over
-//! libfabric, registering its completion queue's wait descriptor in place
-//! of a socket and moving the encoder's batches as registered pages, so
-//! neither the reactor's session logic nor any pattern changes for it.
-//! `inproc://` needs no stream at all: its pipes join sockets directly
-//! (see `inproc.rs`).
+//! A [`Transport`] is one endpoint scheme (`tcp`, `ipc`). It checks the
+//! address part of an endpoint, binds a [`Listener`] and starts a
+//! [`Stream`] connection attempt. [`lookup`] is the one place that maps a
+//! scheme to its transport: a new transport is a module here and one line
+//! in `lookup`, and nothing else in the crate changes for it (the
+//! in-memory test transport, `mem`, is exactly that).
+//!
+//! A [`Stream`] is one connection as the stream engine sees it: a
+//! readiness source it registers with the I/O thread's poller, reads into
+//! the protocol's buffer, and writes batches to with one vectored write.
+//! Streams are byte streams; a transport that moves messages through
+//! completions (libfabric) brings its own engine instead (see
+//! `reactor/engine.rs`). `inproc://` is not a transport: its pipes join
+//! sockets directly (see `inproc.rs`).
 
 pub(crate) mod ipc;
+#[cfg(test)]
+pub(crate) mod mem;
 pub(crate) mod tcp;
 
-use std::io::{self, IoSlice, Write};
+use std::fmt;
+use std::io::{self, IoSlice};
+use std::os::fd::BorrowedFd;
 
 use bytes::BytesMut;
+use mio::{Registry, Token};
 
-use mio::event::Source;
-use mio::{Interest, Registry, Token};
+use crate::endpoint::Role;
+use crate::error::Result;
+use crate::options::Options;
 
-/// One connection.
-#[derive(Debug)]
-pub(crate) enum Stream {
-    Tcp(mio::net::TcpStream),
-    Ipc(mio::net::UnixStream),
+/// One endpoint scheme.
+pub(crate) trait Transport: Sync + 'static {
+    /// The scheme before `://`.
+    fn scheme(&self) -> &'static str;
+
+    /// Checks `address` (what follows `scheme://` in `endpoint`) for
+    /// binding or connecting. Syntax only, no look-ups; the error says
+    /// what is wrong and which forms are accepted.
+    fn parse(&self, endpoint: &str, address: &str, role: Role) -> Result<()>;
+
+    /// Binds now, so errors reach the caller; returns the listener and the
+    /// endpoint text `LAST_ENDPOINT` reports (wildcards filled in).
+    fn bind(&self, address: &str, opts: &Options) -> Result<(Box<dyn Listener>, String)>;
+
+    /// What a connect can refuse at once, before the first attempt (tcp:
+    /// an IPv6 literal without the ipv6 option). Names are looked up at
+    /// each attempt, as libzmq does, so one that does not resolve yet is
+    /// retried rather than refused.
+    fn check_connect(&self, _address: &str, _opts: &Options) -> Result<()> {
+        Ok(())
+    }
+
+    /// Starts one non-blocking connection attempt.
+    fn connect(&self, address: &str, opts: &Options) -> io::Result<Box<dyn Stream>>;
 }
 
-impl Stream {
-    /// Reads up to `max` bytes and appends them to `buf` (which must have
-    /// that much spare capacity). The spare bytes are not zeroed first:
-    /// at 16 KiB or more per read, zero-filling costs as much as decoding
-    /// the small messages that arrive in it.
-    #[allow(unsafe_code)]
-    pub(crate) fn read_into(&mut self, buf: &mut BytesMut, max: usize) -> io::Result<usize> {
-        use std::os::fd::AsFd;
-        let len = buf.len();
-        let spare = buf.spare_capacity_mut();
-        let want = max.min(spare.len());
-        let fd = match &*self {
-            Stream::Tcp(s) => s.as_fd(),
-            Stream::Ipc(s) => s.as_fd(),
-        };
-        let (filled, _) = rustix::io::read(fd, &mut spare[..want])?;
-        let n = filled.len();
-        // SAFETY: read(2) initialized the first `n` spare bytes (rustix
-        // returns exactly the initialized prefix), and `n <= want <=
-        // spare capacity`, so the new length covers initialized bytes only.
-        unsafe { buf.set_len(len + n) };
-        Ok(n)
+/// The transport for `scheme`, if this build has one.
+pub(crate) fn lookup(scheme: &str) -> Option<&'static dyn Transport> {
+    match scheme {
+        "tcp" => Some(&tcp::Tcp),
+        "ipc" => Some(&ipc::Ipc),
+        #[cfg(test)]
+        "mem" => Some(&mem::Mem),
+        _ => None,
     }
+}
 
-    pub(crate) fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write_vectored(bufs),
-            Stream::Ipc(s) => s.write_vectored(bufs),
-        }
-    }
+/// One connection.
+pub(crate) trait Stream: Send + fmt::Debug {
+    /// Reads up to `max` bytes and appends them to `buf` (which must have
+    /// that much spare capacity).
+    fn read_into(&mut self, buf: &mut BytesMut, max: usize) -> io::Result<usize>;
+
+    /// Writes from `bufs` in order; how much was taken.
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
 
     /// Whether an outgoing connect finished: `Ok(true)` connected,
     /// `Ok(false)` still in progress, `Err` failed.
-    pub(crate) fn connect_result(&mut self) -> io::Result<bool> {
-        match self {
-            Stream::Tcp(s) => {
-                if let Some(e) = s.take_error()? {
-                    return Err(e);
-                }
-                match s.peer_addr() {
-                    Ok(_) => Ok(true),
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                    Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            }
-            Stream::Ipc(s) => {
-                if let Some(e) = s.take_error()? {
-                    return Err(e);
-                }
-                Ok(true)
-            }
-        }
-    }
+    fn connect_result(&mut self) -> io::Result<bool>;
 
-    /// The peer's address as text (for monitor events and `Peer-Address`).
-    pub(crate) fn peer_text(&self) -> String {
-        match self {
-            Stream::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.ip().to_string())
-                .unwrap_or_default(),
-            Stream::Ipc(_) => String::new(),
-        }
-    }
+    /// The peer's address as text, for the `Peer-Address` property (empty
+    /// where the transport has none).
+    fn peer_address(&self) -> String;
 
-    /// The OS descriptor, which libzmq reports as the value of several
-    /// monitor events.
-    pub(crate) fn raw_fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        match self {
-            Stream::Tcp(s) => s.as_raw_fd(),
-            Stream::Ipc(s) => s.as_raw_fd(),
-        }
-    }
+    /// The value monitor events report for this connection: the OS
+    /// descriptor for tcp and ipc, as libzmq does.
+    fn monitor_value(&self) -> u32;
 
-    /// Applies socket options that the transport understands.
-    pub(crate) fn tune(&self, opts: &crate::options::Options) {
-        if let Stream::Tcp(s) = self {
-            tcp::tune(s, opts);
-        }
-    }
+    /// Applies the socket options the transport understands.
+    fn tune(&self, _opts: &Options) {}
 
-    pub(crate) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        match self {
-            Stream::Tcp(s) => s.register(registry, token, interest),
-            Stream::Ipc(s) => s.register(registry, token, interest),
-        }
-    }
+    /// Registers for read and write readiness under `token`.
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()>;
 
-    pub(crate) fn deregister(&mut self, registry: &Registry) {
-        let _ = match self {
-            Stream::Tcp(s) => s.deregister(registry),
-            Stream::Ipc(s) => s.deregister(registry),
-        };
-    }
+    /// Undoes [`Stream::register`].
+    fn deregister(&mut self, registry: &Registry);
 }
 
 /// A bound endpoint accepting connections.
-#[derive(Debug)]
-pub(crate) enum Listener {
-    Tcp(mio::net::TcpListener),
-    Ipc(ipc::IpcListener),
-}
-
-impl Listener {
+pub(crate) trait Listener: Send + fmt::Debug {
     /// The next pending connection, `Ok(None)` when there is none.
-    pub(crate) fn accept(&mut self) -> io::Result<Option<Stream>> {
-        let r = match self {
-            Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                let _ = s.set_nodelay(true);
-                Stream::Tcp(s)
-            }),
-            Listener::Ipc(l) => l.listener.accept().map(|(s, _)| Stream::Ipc(s)),
-        };
-        match r {
-            Ok(s) => Ok(Some(s)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>>;
 
-    pub(crate) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        match self {
-            Listener::Tcp(l) => l.register(registry, token, Interest::READABLE),
-            Listener::Ipc(l) => l.listener.register(registry, token, Interest::READABLE),
-        }
-    }
+    /// Registers for readiness (pending connections) under `token`.
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()>;
 
-    pub(crate) fn deregister(&mut self, registry: &Registry) {
-        let _ = match self {
-            Listener::Tcp(l) => l.deregister(registry),
-            Listener::Ipc(l) => l.listener.deregister(registry),
-        };
-    }
+    /// Undoes [`Listener::register`].
+    fn deregister(&mut self, registry: &Registry);
 
-    pub(crate) fn raw_fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        match self {
-            Listener::Tcp(l) => l.as_raw_fd(),
-            Listener::Ipc(l) => l.listener.as_raw_fd(),
-        }
-    }
+    /// The value monitor events report for this listener (its descriptor).
+    fn monitor_value(&self) -> u32;
 }
 
-/// Where an outgoing connection goes.
-#[derive(Debug, Clone)]
-pub(crate) enum Target {
-    /// Host (name or address literal) and port, resolved at each attempt.
-    Tcp {
-        host: String,
-        port: u16,
-        ipv6: bool,
-    },
-    Ipc(crate::endpoint::IpcAddr),
-}
-
-/// Starts a non-blocking connect.
-pub(crate) fn connect(target: &Target) -> io::Result<Stream> {
-    match target {
-        Target::Tcp { host, port, ipv6 } => {
-            let addr = crate::endpoint::resolve(host, *port, *ipv6).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    crate::error::last_error_detail().unwrap_or_default(),
-                )
-            })?;
-            let s = mio::net::TcpStream::connect(addr)?;
-            let _ = s.set_nodelay(true);
-            Ok(Stream::Tcp(s))
-        }
-        Target::Ipc(addr) => ipc::connect(addr).map(Stream::Ipc),
-    }
+/// `read(2)` on `fd` into the spare capacity of `buf`, for the OS streams.
+/// The spare bytes are not zeroed first: at 16 KiB or more per read,
+/// zero-filling costs as much as decoding the small messages that arrive
+/// in it.
+#[allow(unsafe_code)]
+pub(crate) fn read_fd(fd: BorrowedFd<'_>, buf: &mut BytesMut, max: usize) -> io::Result<usize> {
+    let len = buf.len();
+    let spare = buf.spare_capacity_mut();
+    let want = max.min(spare.len());
+    let (filled, _) = rustix::io::read(fd, &mut spare[..want])?;
+    let n = filled.len();
+    // SAFETY: read(2) initialized the first `n` spare bytes (rustix
+    // returns exactly the initialized prefix), and `n <= want <= spare
+    // capacity`, so the new length covers initialized bytes only.
+    unsafe { buf.set_len(len + n) };
+    Ok(n)
 }

@@ -1,22 +1,194 @@
-//! `tcp://`: binding (with ephemeral ports) and the canonical endpoint
-//! text.
+//! `tcp://HOST:PORT`: address checks, binding (with ephemeral ports), name
+//! resolution at each connect, the canonical endpoint text, and the socket
+//! options that apply to TCP streams.
 
-use std::os::fd::AsFd;
+use std::io::{self, IoSlice, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
+use bytes::BytesMut;
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
-use crate::endpoint::{resolve_bind, tcp_text};
-use crate::error::{fail, Error, Result};
+use super::{Listener, Stream, Transport};
+use crate::endpoint::Role;
+use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
+
+/// The `tcp://` transport.
+pub(crate) struct Tcp;
+
+/// Splits a checked address into host (as written, brackets kept) and
+/// port (`None` for `*` or `0`).
+fn split(address: &str) -> (&str, Option<u16>) {
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, "0"));
+    let port = match port {
+        "*" | "0" => None,
+        p => p.parse().ok(),
+    };
+    (host, port)
+}
+
+impl Transport for Tcp {
+    fn scheme(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn parse(&self, text: &str, rest: &str, role: Role) -> Result<()> {
+        parse(text, rest, role)
+    }
+
+    fn bind(&self, address: &str, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        let (host, port) = split(address);
+        let (listener, text) = bind(host, port, opts)?;
+        Ok((Box::new(listener), text))
+    }
+
+    fn check_connect(&self, address: &str, opts: &Options) -> Result<()> {
+        let (host, port) = split(address);
+        // An address literal is checked now (an IPv6 address needs the
+        // ipv6 option); a host name is looked up at every attempt.
+        if host.parse::<IpAddr>().is_ok() || host.starts_with('[') {
+            resolve(host, port.unwrap_or(0), opts.ipv6)?;
+        }
+        Ok(())
+    }
+
+    fn connect(&self, address: &str, opts: &Options) -> io::Result<Box<dyn Stream>> {
+        let (host, port) = split(address);
+        let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                crate::error::last_error_detail().unwrap_or_default(),
+            )
+        })?;
+        let s = mio::net::TcpStream::connect(addr)?;
+        let _ = s.set_nodelay(true);
+        Ok(Box::new(s))
+    }
+}
+
+fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
+    if role == Role::Connect && rest.contains(';') {
+        return err(
+            Error::EINVAL,
+            format!("endpoint {text:?}: source-address connects (src;dst) are not supported"),
+        );
+    }
+    let Some((host, port)) = rest.rsplit_once(':') else {
+        return err(
+            Error::EINVAL,
+            format!("tcp endpoint {text:?} has no port; write tcp://HOST:PORT"),
+        );
+    };
+    // A bare IPv6 address without brackets ("::1") would split wrongly.
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+        return err(
+            Error::EINVAL,
+            format!("tcp endpoint {text:?}: IPv6 addresses must be in brackets, tcp://[::1]:PORT"),
+        );
+    }
+    if host.is_empty() {
+        return err(Error::EINVAL, format!("tcp endpoint {text:?} has no host"));
+    }
+    let wildcard_port = match port {
+        "*" | "0" => true,
+        p => match p.parse::<u16>() {
+            Ok(_) => false,
+            Err(_) => {
+                return err(
+                    Error::EINVAL,
+                    format!("tcp endpoint {text:?}: port {p:?} is not a number from 0 to 65535"),
+                )
+            }
+        },
+    };
+    if role == Role::Connect {
+        if host == "*" {
+            return err(
+                Error::EINVAL,
+                format!("cannot connect to the wildcard host in {text:?}"),
+            );
+        }
+        if wildcard_port {
+            return err(
+                Error::EINVAL,
+                format!("cannot connect to a wildcard or zero port in {text:?}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a tcp host for binding: `*` is every interface.
+pub(crate) fn resolve_bind(host: &str, port: u16, ipv6: bool) -> Result<SocketAddr> {
+    if host == "*" {
+        let ip = if ipv6 {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        };
+        return Ok(SocketAddr::new(ip, port));
+    }
+    resolve(host, port, ipv6).map_err(|e| {
+        if e == Error::EINVAL {
+            fail(
+                Error::ENODEV,
+                format!("cannot bind to {host:?}: not an address or a resolvable name"),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Resolves a tcp host to one address (IPv4 preferred unless `ipv6`).
+pub(crate) fn resolve(host: &str, port: u16, ipv6: bool) -> Result<SocketAddr> {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        if ip.is_ipv6() && !ipv6 {
+            return err(
+                Error::EINVAL,
+                format!("{host} is an IPv6 address; enable the ipv6 socket option first"),
+            );
+        }
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let addrs: Vec<SocketAddr> = match (bare, port).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => {
+            return err(Error::EINVAL, format!("cannot resolve host {host:?}: {e}"));
+        }
+    };
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.iter().find(|a| ipv6 && a.is_ipv6()))
+        .copied()
+        .ok_or_else(|| {
+            fail(
+                Error::EINVAL,
+                format!("host {host:?} has no usable address"),
+            )
+        })
+}
+
+/// The canonical text of a bound TCP address, as LAST_ENDPOINT shows it.
+pub(crate) fn tcp_text(addr: SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("tcp://{}:{}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("tcp://[{}]:{}", a.ip(), a.port()),
+    }
+}
 
 /// Binds a listener on `host:port` (`port` `None`: any free port) and
 /// returns it with the endpoint text LAST_ENDPOINT reports.
-pub(crate) fn bind(
-    host: &str,
-    port: Option<u16>,
-    opts: &Options,
-) -> Result<(mio::net::TcpListener, String)> {
+fn bind(host: &str, port: Option<u16>, opts: &Options) -> Result<(mio::net::TcpListener, String)> {
     let addr = resolve_bind(host, port.unwrap_or(0), opts.ipv6)?;
     let std_listener = std::net::TcpListener::bind(addr)
         .map_err(|e| fail(Error::from_io(&e), format!("cannot bind tcp {addr}: {e}")))?;
@@ -36,7 +208,7 @@ pub(crate) fn bind(
 /// (`ZMQ_TCP_KEEPALIVE*`), buffer sizes and type of service. Values of -1
 /// leave the OS defaults. Failures are logged, not fatal (as in libzmq,
 /// where they are asserts on platforms that support them).
-pub(crate) fn tune(stream: &impl AsFd, opts: &Options) {
+fn tune(stream: &impl AsFd, opts: &Options) {
     let fd = stream.as_fd();
     let mut results = Vec::new();
     if opts.tcp_keepalive >= 0 {
@@ -74,5 +246,132 @@ pub(crate) fn tune(stream: &impl AsFd, opts: &Options) {
         if let Err(e) = r {
             tracing::warn!("cannot apply a tcp socket option: {e}");
         }
+    }
+}
+
+impl Stream for mio::net::TcpStream {
+    fn read_into(&mut self, buf: &mut BytesMut, max: usize) -> io::Result<usize> {
+        super::read_fd(self.as_fd(), buf, max)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        Write::write_vectored(self, bufs)
+    }
+
+    fn connect_result(&mut self) -> io::Result<bool> {
+        if let Some(e) = self.take_error()? {
+            return Err(e);
+        }
+        match self.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn peer_address(&self) -> String {
+        self.peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.as_raw_fd() as u32
+    }
+
+    fn tune(&self, opts: &Options) {
+        tune(self, opts);
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        Source::register(
+            self,
+            registry,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        )
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = Source::deregister(self, registry);
+    }
+}
+
+impl Listener for mio::net::TcpListener {
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>> {
+        match mio::net::TcpListener::accept(self) {
+            Ok((s, _)) => {
+                let _ = s.set_nodelay(true);
+                Ok(Some(Box::new(s)))
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        Source::register(self, registry, token, Interest::READABLE)
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = Source::deregister(self, registry);
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.as_raw_fd() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_documented_forms() {
+        for (text, role) in [
+            ("127.0.0.1:5555", Role::Connect),
+            ("*:*", Role::Bind),
+            ("*:0", Role::Bind),
+            ("[::1]:0", Role::Bind),
+            ("localhost:5555", Role::Connect),
+        ] {
+            assert_eq!(parse(text, text, role), Ok(()), "{text}");
+        }
+        assert_eq!(split("[::1]:0"), ("[::1]", None));
+        assert_eq!(split("127.0.0.1:5555"), ("127.0.0.1", Some(5555)));
+    }
+
+    #[test]
+    fn refuses_bad_forms() {
+        for (text, role) in [
+            ("127.0.0.1", Role::Bind),
+            (":5555", Role::Bind),
+            ("host:99999", Role::Connect),
+            ("host:*", Role::Connect),
+            ("*:5555", Role::Connect),
+            ("::1:5555", Role::Connect),
+            ("a;b:1", Role::Connect),
+        ] {
+            assert_eq!(parse(text, text, role), Err(Error::EINVAL), "{text}");
+        }
+    }
+
+    #[test]
+    fn resolves_hosts() {
+        assert_eq!(
+            resolve("127.0.0.1", 1, false).unwrap(),
+            "127.0.0.1:1".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("[::1]", 1, true).unwrap(),
+            "[::1]:1".parse().unwrap()
+        );
+        assert_eq!(resolve("[::1]", 1, false), Err(Error::EINVAL));
+        assert_eq!(
+            resolve_bind("*", 7, false).unwrap(),
+            "0.0.0.0:7".parse().unwrap()
+        );
+        assert!(resolve("localhost", 1, false).unwrap().ip().is_loopback());
     }
 }
