@@ -139,6 +139,15 @@ impl Context {
         Ok(self.inner.reactor.get_or_init(|| r))
     }
 
+    /// A context whose I/O loop is `reactor`, not started on a thread (the
+    /// deterministic tests step it by hand).
+    #[cfg(test)]
+    pub(crate) fn with_reactor(reactor: Reactor) -> Context {
+        let ctx = Context::new();
+        let _ = ctx.inner.reactor.set(reactor);
+        ctx
+    }
+
     /// The I/O thread if it was ever started.
     pub(crate) fn reactor_started(&self) -> Option<&Reactor> {
         self.inner.reactor.get()

@@ -61,7 +61,7 @@ const PULL_READS: usize = 4;
 const MAX_IOV: usize = 64;
 /// Encoded bytes gathered before a write (opportunistic batching: a write
 /// happens as soon as the pipe runs dry, this only caps a batch).
-const MAX_BATCH: usize = 256 * 1024;
+pub(super) const MAX_BATCH: usize = 256 * 1024;
 
 /// Why a connection ended.
 #[derive(Debug)]
@@ -382,7 +382,7 @@ impl Engine for StreamEngine {
     }
 
     fn output_ready(&mut self, outbound: &Queue) -> bool {
-        if !self.speculative_write || !self.is_active() || self.unsent() > 0 {
+        if !self.speculative_write || !self.is_active() || !self.writable || self.unsent() > 0 {
             return false;
         }
         if let Err(e) = self.write(Some(outbound), None) {

@@ -15,6 +15,8 @@
 
 mod engine;
 mod session;
+#[cfg(test)]
+mod tests;
 
 use engine::Link;
 
