@@ -8,7 +8,6 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use crate::error::{err, Error, Result};
 use crate::inproc::Registry;
 use crate::reactor::Reactor;
-use crate::socket::Socket;
 
 /// Handle for a fabriq context; cheap to clone, shared by its sockets.
 ///
@@ -28,7 +27,7 @@ pub struct Context {
 
 pub(crate) struct ContextInner {
     reactor: OnceLock<Reactor>,
-    pub(crate) inproc: Mutex<Registry>,
+    pub(crate) inproc: Registry,
     terminated: AtomicBool,
     open_sockets: Mutex<usize>,
     sockets_closed: Condvar,
@@ -59,7 +58,7 @@ impl Context {
         Context {
             inner: Arc::new(ContextInner {
                 reactor: OnceLock::new(),
-                inproc: Mutex::new(Registry::default()),
+                inproc: Registry::default(),
                 terminated: AtomicBool::new(false),
                 open_sockets: Mutex::new(0),
                 sockets_closed: Condvar::new(),
@@ -67,17 +66,6 @@ impl Context {
                 signals: Mutex::new(HashMap::new()),
             }),
         }
-    }
-
-    /// A new socket of the given type.
-    pub fn socket(&self, socket_type: crate::SocketType) -> Result<Socket> {
-        if self.is_terminated() {
-            return err(Error::ETERM, "the context was terminated");
-        }
-        let Some(zmtp_type) = socket_type.to_zmtp() else {
-            return err(Error::EINVAL, "STREAM sockets are not supported by fabriq");
-        };
-        Socket::new(self.clone(), zmtp_type)
     }
 
     /// Number of I/O threads (always 1 in this release).

@@ -39,13 +39,7 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// Whether the endpoint is being bound or connected: the rules differ
-/// (wildcards only make sense for bind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    Bind,
-    Connect,
-}
+pub(crate) use crate::transport::Role;
 
 const ACCEPTED: &str = "accepted forms: tcp://HOST:PORT, tcp://*:*, ipc://PATH, ipc://@NAME, \
                         ipc://*, inproc://NAME";

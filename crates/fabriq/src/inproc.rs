@@ -6,9 +6,8 @@
 //! queue messages; the binder gets the other end when it binds.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
-use crate::context::Context;
 use crate::error::{err, Error, Result};
 use crate::mailbox::Mailbox;
 use crate::options::Options;
@@ -36,17 +35,22 @@ struct Pending {
     connector_opts: Options,
 }
 
+/// The inproc names of one context: a cheap handle, shared by the context,
+/// its sockets and their monitors.
+#[derive(Default, Clone)]
+pub(crate) struct Registry(Arc<Mutex<Names>>);
+
 /// The names bound in one context and the connects waiting for them.
 #[derive(Default)]
-pub(crate) struct Registry {
+struct Names {
     bound: HashMap<String, Binder>,
     pending: HashMap<String, Vec<Pending>>,
     /// Every live inproc pipe, by id, so `disconnect` can close it.
     pipes: HashMap<PipeId, (Weak<Queue>, Weak<Queue>)>,
 }
 
-fn registry(ctx: &Context) -> std::sync::MutexGuard<'_, Registry> {
-    ctx.inner.inproc.lock().unwrap_or_else(|p| p.into_inner())
+fn registry(reg: &Registry) -> MutexGuard<'_, Names> {
+    reg.0.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Queue bound for one direction: the sender's SNDHWM plus the receiver's
@@ -60,9 +64,14 @@ fn combined_hwm(sndhwm: i32, rcvhwm: i32) -> usize {
     }
 }
 
-pub(crate) fn bind(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name: &str) -> Result<()> {
+pub(crate) fn bind(
+    reg: &Registry,
+    socket: &Arc<Mailbox>,
+    opts: &Options,
+    name: &str,
+) -> Result<()> {
     bind_binder(
-        ctx,
+        reg,
         name,
         Binder::Socket {
             socket: socket.clone(),
@@ -71,8 +80,8 @@ pub(crate) fn bind(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name: &
     )
 }
 
-pub(crate) fn bind_binder(ctx: &Context, name: &str, binder: Binder) -> Result<()> {
-    let mut reg = registry(ctx);
+pub(crate) fn bind_binder(reg: &Registry, name: &str, binder: Binder) -> Result<()> {
+    let mut reg = registry(reg);
     if reg.bound.contains_key(name) {
         return err(
             Error::EADDRINUSE,
@@ -119,13 +128,18 @@ fn complete(p: Pending, binder: &Binder) {
     }
 }
 
-pub(crate) fn unbind(ctx: &Context, name: &str) {
-    registry(ctx).bound.remove(name);
+pub(crate) fn unbind(reg: &Registry, name: &str) {
+    registry(reg).bound.remove(name);
 }
 
 /// Makes a pipe to `name` and returns the connecting socket's end.
-pub(crate) fn connect(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name: &str) -> PipeEnd {
-    let mut reg = registry(ctx);
+pub(crate) fn connect(
+    reg: &Registry,
+    socket: &Arc<Mailbox>,
+    opts: &Options,
+    name: &str,
+) -> PipeEnd {
+    let mut reg = registry(reg);
     let binder_signal: Arc<OnceLock<Arc<Signal>>> = Arc::new(OnceLock::new());
     let (binder_identity, binder_opts) = match reg.bound.get(name) {
         Some(Binder::Socket { socket, opts }) => {
@@ -193,8 +207,8 @@ pub(crate) fn connect(ctx: &Context, socket: &Arc<Mailbox>, opts: &Options, name
 }
 
 /// Closes an inproc pipe made by `connect`.
-pub(crate) fn disconnect(ctx: &Context, pipe: PipeId) {
-    if let Some((to_us, to_binder)) = registry(ctx).pipes.remove(&pipe) {
+pub(crate) fn disconnect(reg: &Registry, pipe: PipeId) {
+    if let Some((to_us, to_binder)) = registry(reg).pipes.remove(&pipe) {
         if let Some(q) = to_binder.upgrade() {
             q.close_writer();
         }

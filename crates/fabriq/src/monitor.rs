@@ -10,10 +10,6 @@ use std::sync::{Arc, Mutex};
 use bytes::{BufMut, Bytes, BytesMut};
 use fabriq_zmtp::{Multipart, ProtocolError};
 
-use crate::context::Context;
-use crate::endpoint::{Endpoint, Role};
-use crate::error::{err, Error, Result};
-use crate::mailbox::Mailbox;
 use crate::pipe::{Item, PipeEnd};
 use crate::signal::Signal;
 
@@ -71,6 +67,14 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
+    /// A sink with no watcher yet.
+    pub(crate) fn new() -> std::io::Result<Sink> {
+        Ok(Sink {
+            signal: Arc::new(Signal::new()?),
+            pipes: Mutex::new(Vec::new()),
+        })
+    }
+
     pub(crate) fn attach(&self, end: PipeEnd) {
         self.pipes
             .lock()
@@ -102,12 +106,19 @@ impl Sink {
     }
 }
 
-#[derive(Debug)]
-struct Active {
-    sink: Arc<Sink>,
-    mask: u32,
-    name: String,
-    ctx: Context,
+/// A running monitor: where events go, which ones, and how to give its
+/// endpoint back when it stops.
+pub(crate) struct Active {
+    pub sink: Arc<Sink>,
+    pub mask: u32,
+    /// Unbinds the monitor's inproc endpoint.
+    pub release: Box<dyn FnOnce() + Send>,
+}
+
+impl std::fmt::Debug for Active {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Active(mask {:#x})", self.mask)
+    }
 }
 
 /// A socket's monitor, if any.
@@ -127,6 +138,11 @@ impl MonitorSlot {
         }
     }
 
+    /// Starts sending events to `active` (after [`MonitorSlot::stop`]).
+    pub(crate) fn start(&self, active: Active) {
+        *self.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(active);
+    }
+
     /// Ends monitoring with MONITOR_STOPPED.
     pub(crate) fn stop(&self) {
         let old = self.active.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -135,7 +151,7 @@ impl MonitorSlot {
                 a.sink.send(frames(Event::MonitorStopped, 0, ""));
             }
             a.sink.close();
-            crate::inproc::unbind(&a.ctx, &a.name);
+            (a.release)();
         }
     }
 }
@@ -147,43 +163,4 @@ fn frames(event: Event, value: u32, endpoint: &str) -> Multipart {
     [head.freeze(), Bytes::copy_from_slice(endpoint.as_bytes())]
         .into_iter()
         .collect()
-}
-
-/// `Socket::monitor`: start (or, with an empty endpoint, stop) monitoring.
-pub(crate) fn start(
-    ctx: &Context,
-    socket: &Arc<Mailbox>,
-    endpoint: &str,
-    events: i32,
-) -> Result<()> {
-    socket.monitor.stop();
-    if endpoint.is_empty() {
-        return Ok(());
-    }
-    let Endpoint::Inproc(name) = Endpoint::parse(endpoint, Role::Bind)? else {
-        return err(
-            Error::EPROTONOSUPPORT,
-            format!("monitor endpoint {endpoint:?} must be inproc://"),
-        );
-    };
-    let sink = Arc::new(Sink {
-        signal: Arc::new(
-            Signal::new().map_err(|e| crate::error::fail(Error::EMFILE, e.to_string()))?,
-        ),
-        pipes: Mutex::new(Vec::new()),
-    });
-    crate::inproc::bind_binder(ctx, &name, crate::inproc::Binder::Monitor(sink.clone()))?;
-    // As in libzmq, a mask of 0 selects no events.
-    let mask = events as u32;
-    *socket
-        .monitor
-        .active
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = Some(Active {
-        sink,
-        mask,
-        name,
-        ctx: ctx.clone(),
-    });
-    Ok(())
 }

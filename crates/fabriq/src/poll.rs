@@ -187,3 +187,33 @@ fn borrow_raw<'a>(fd: RawFd) -> BorrowedFd<'a> {
     // which we return as POLLERR; nothing is read or written through it.
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
+
+impl Socket {
+    /// A poll item for this socket.
+    pub fn as_poll_item(&self, events: PollEvents) -> PollItem<'_> {
+        PollItem::from_socket(self, events)
+    }
+
+    /// Polls this socket alone.
+    pub fn poll(&self, events: PollEvents, timeout_ms: i64) -> Result<i32> {
+        poll(&mut [self.as_poll_item(events)], timeout_ms)
+    }
+
+    /// What the socket can do now, without blocking: POLLIN and/or POLLOUT.
+    pub fn get_events(&self) -> Result<PollEvents> {
+        let (readable, writable) = self.readiness()?;
+        let mut ev = PollEvents::empty();
+        if readable {
+            ev |= POLLIN;
+        }
+        if writable {
+            ev |= POLLOUT;
+        }
+        Ok(ev)
+    }
+
+    /// POLLIN/POLLOUT as for [`Socket::get_events`] (zmq's `ZMQ_EVENTS`).
+    pub fn events(&self) -> Result<PollEvents> {
+        self.get_events()
+    }
+}

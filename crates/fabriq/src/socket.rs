@@ -23,7 +23,6 @@ use crate::message::{Message, Metadata};
 use crate::monitor::Event;
 use crate::options::{check_identity, in_range, Options};
 use crate::pattern::{self, Pattern, Received};
-use crate::poll::{PollEvents, PollItem, POLLIN, POLLOUT};
 use crate::signal::Signal;
 use crate::{Mechanism, SocketType, DONTWAIT, SNDMORE};
 
@@ -349,7 +348,7 @@ impl Socket {
         let mut core = self.core();
         let (resolved, attachment) = match &parsed {
             Endpoint::Inproc(name) => {
-                crate::inproc::bind(&self.ctx, &self.shared, &core.opts, name)?;
+                crate::inproc::bind(&self.ctx.inner.inproc, &self.shared, &core.opts, name)?;
                 (
                     endpoint.to_string(),
                     Attachment::InprocBind { name: name.clone() },
@@ -390,7 +389,7 @@ impl Socket {
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not bound")))?;
         match attachment {
             Attachment::Listener { token } => self.ctx.reactor()?.unbind(token),
-            Attachment::InprocBind { name } => crate::inproc::unbind(&self.ctx, &name),
+            Attachment::InprocBind { name } => crate::inproc::unbind(&self.ctx.inner.inproc, &name),
             _ => unreachable!("filtered above"),
         }
         Ok(())
@@ -405,7 +404,8 @@ impl Socket {
         let core = &mut *core;
         let attachment = match &parsed {
             Endpoint::Inproc(name) => {
-                let pipe = crate::inproc::connect(&self.ctx, &self.shared, &core.opts, name);
+                let pipe =
+                    crate::inproc::connect(&self.ctx.inner.inproc, &self.shared, &core.opts, name);
                 let id = pipe.id;
                 let Core { pattern, opts, .. } = core;
                 pattern.attach(pipe, opts);
@@ -441,7 +441,9 @@ impl Socket {
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not connected")))?;
         match attachment {
             Attachment::Session { token } => self.ctx.reactor()?.disconnect(token),
-            Attachment::InprocConnect { pipe } => crate::inproc::disconnect(&self.ctx, pipe),
+            Attachment::InprocConnect { pipe } => {
+                crate::inproc::disconnect(&self.ctx.inner.inproc, pipe)
+            }
             _ => unreachable!("filtered above"),
         }
         Ok(())
@@ -459,29 +461,40 @@ impl Socket {
     /// (an `inproc://` name), in libzmq's format: a 6-byte frame (event
     /// number u16 and value u32, little endian) and the endpoint.
     pub fn monitor(&self, monitor_endpoint: &str, events: i32) -> Result<()> {
-        crate::monitor::start(&self.ctx, &self.shared, monitor_endpoint, events)
+        let slot = &self.shared.monitor;
+        slot.stop();
+        if monitor_endpoint.is_empty() {
+            return Ok(());
+        }
+        let Endpoint::Inproc(name) = Endpoint::parse(monitor_endpoint, Role::Bind)? else {
+            return err(
+                Error::EPROTONOSUPPORT,
+                format!("monitor endpoint {monitor_endpoint:?} must be inproc://"),
+            );
+        };
+        let sink =
+            Arc::new(crate::monitor::Sink::new().map_err(|e| fail(Error::EMFILE, e.to_string()))?);
+        let names = self.ctx.inner.inproc.clone();
+        crate::inproc::bind_binder(&names, &name, crate::inproc::Binder::Monitor(sink.clone()))?;
+        slot.start(crate::monitor::Active {
+            sink,
+            // As in libzmq, a mask of 0 selects no events.
+            mask: events as u32,
+            release: Box::new(move || crate::inproc::unbind(&names, &name)),
+        });
+        Ok(())
     }
 
     // ---- polling -------------------------------------------------------
 
-    /// A poll item for this socket.
-    pub fn as_poll_item(&self, events: PollEvents) -> PollItem<'_> {
-        PollItem::from_socket(self, events)
-    }
-
-    /// Polls this socket alone.
-    pub fn poll(&self, events: PollEvents, timeout_ms: i64) -> Result<i32> {
-        crate::poll::poll(&mut [self.as_poll_item(events)], timeout_ms)
-    }
-
-    /// What the socket can do now, without blocking: POLLIN and/or POLLOUT.
-    pub fn get_events(&self) -> Result<PollEvents> {
+    /// Whether the socket could receive and send now, without blocking
+    /// (what [`Socket::get_events`] reports).
+    pub(crate) fn readiness(&self) -> Result<(bool, bool)> {
         self.shared.signal.clear();
         self.check_open()?;
         let mut core = self.core();
         let core = &mut *core;
         self.process_commands(core);
-        let mut ev = PollEvents::empty();
         let readable = !core.inbox.is_empty() || core.prefetched.is_some() || {
             let Core { pattern, opts, .. } = core;
             match pattern.recv(opts) {
@@ -492,17 +505,11 @@ impl Socket {
                 Err(_) => false,
             }
         };
-        if readable {
-            ev |= POLLIN;
-        }
         let writable = core.sending || {
             let Core { pattern, opts, .. } = core;
             pattern.can_send(opts)
         };
-        if writable {
-            ev |= POLLOUT;
-        }
-        Ok(ev)
+        Ok((readable, writable))
     }
 
     /// The file descriptor that becomes readable when [`Socket::get_events`]
@@ -776,11 +783,6 @@ impl Socket {
         self.core().opts.affinity = value;
         Ok(())
     }
-
-    /// POLLIN/POLLOUT as for [`Socket::get_events`] (zmq's `ZMQ_EVENTS`).
-    pub fn events(&self) -> Result<PollEvents> {
-        self.get_events()
-    }
 }
 
 impl Drop for Socket {
@@ -790,7 +792,7 @@ impl Drop for Socket {
         let linger = core.opts.linger;
         for (_, _, a) in core.endpoints.list.drain(..) {
             if let Attachment::InprocBind { name } = a {
-                crate::inproc::unbind(&self.ctx, &name);
+                crate::inproc::unbind(&self.ctx.inner.inproc, &name);
             }
         }
         if let Some(r) = self.ctx.reactor_started() {
@@ -798,5 +800,18 @@ impl Drop for Socket {
         }
         self.shared.monitor.stop();
         self.ctx.socket_closed(self.shared.id);
+    }
+}
+
+impl Context {
+    /// A new socket of the given type.
+    pub fn socket(&self, socket_type: crate::SocketType) -> Result<Socket> {
+        if self.is_terminated() {
+            return err(Error::ETERM, "the context was terminated");
+        }
+        let Some(zmtp_type) = socket_type.to_zmtp() else {
+            return err(Error::EINVAL, "STREAM sockets are not supported by fabriq");
+        };
+        Socket::new(self.clone(), zmtp_type)
     }
 }

@@ -14,8 +14,7 @@ use bytes::BytesMut;
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
-use super::{Listener, Stream, Transport};
-use crate::endpoint::Role;
+use super::{Listener, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 

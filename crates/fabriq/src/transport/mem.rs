@@ -26,8 +26,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::event::{eventfd, EventfdFlags};
 
-use super::{Listener, Stream, Transport};
-use crate::endpoint::Role;
+use super::{Listener, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 

@@ -29,9 +29,16 @@ use std::os::fd::BorrowedFd;
 use bytes::BytesMut;
 use mio::{Registry, Token};
 
-use crate::endpoint::Role;
 use crate::error::Result;
 use crate::options::Options;
+
+/// Whether an endpoint is being bound or connected: the rules differ
+/// (wildcards only make sense for bind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Bind,
+    Connect,
+}
 
 /// One endpoint scheme.
 pub(crate) trait Transport: Sync + 'static {

@@ -12,8 +12,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
-use super::{Listener, Stream, Transport};
-use crate::endpoint::Role;
+use super::{Listener, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
