@@ -33,7 +33,10 @@ fn main() {
     };
 
     let mut build = cc::Build::new();
-    build.file("csrc/shim.c").warnings(true).extra_warnings(true);
+    build
+        .file("csrc/shim.c")
+        .warnings(true)
+        .extra_warnings(true);
     for path in &lib.include_paths {
         build.include(path);
     }

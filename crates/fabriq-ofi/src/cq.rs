@@ -169,7 +169,12 @@ impl CompletionQueue {
         }
         // SAFETY: raw holds READ_BATCH >= count entries.
         let n = unsafe {
-            sys::fabriq_ofi_cq_read(self.inner.ptr.as_ptr(), self.inner.format, raw.as_mut_ptr(), count)
+            sys::fabriq_ofi_cq_read(
+                self.inner.ptr.as_ptr(),
+                self.inner.format,
+                raw.as_mut_ptr(),
+                count,
+            )
         };
         if n >= 0 {
             let n = n as usize;
@@ -226,6 +231,8 @@ impl CompletionQueue {
                 Err(Error::from_code("fi_cq_readerr", code))
             };
         }
+        // shm (1.17) reports a negative fi_errno here; the API says positive.
+        let err = err.wrapping_abs();
         let kind = match err {
             sys::FI_ETRUNC => CompletionErrorKind::Truncated { olen },
             sys::FI_ECANCELED => CompletionErrorKind::Canceled,
@@ -264,7 +271,10 @@ impl CompletionQueue {
         }
         // SAFETY: fabric and CQ are open (we hold both).
         let ret = unsafe {
-            sys::fabriq_ofi_cq_trywait(self.inner.domain.fabric.ptr.as_ptr(), self.inner.ptr.as_ptr())
+            sys::fabriq_ofi_cq_trywait(
+                self.inner.domain.fabric.ptr.as_ptr(),
+                self.inner.ptr.as_ptr(),
+            )
         };
         match ret {
             0 => Ok(true),

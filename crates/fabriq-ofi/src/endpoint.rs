@@ -98,7 +98,8 @@ impl Endpoint {
         };
         // SAFETY: both handles open; the Arc kept below keeps the CQ open
         // while the endpoint is.
-        let ret = unsafe { sys::fabriq_ofi_ep_bind_cq(self.ptr.as_ptr(), cq.inner.ptr.as_ptr(), flags) };
+        let ret =
+            unsafe { sys::fabriq_ofi_ep_bind_cq(self.ptr.as_ptr(), cq.inner.ptr.as_ptr(), flags) };
         sys::check("fi_ep_bind(cq)", ret as isize)?;
         self._cqs.push(cq.inner.clone());
         Ok(())
@@ -130,7 +131,9 @@ impl Endpoint {
         loop {
             let mut len = buf.len();
             // SAFETY: buf has len bytes; len receives the needed size.
-            let ret = unsafe { sys::fabriq_ofi_getname(self.ptr.as_ptr(), buf.as_mut_ptr().cast(), &mut len) };
+            let ret = unsafe {
+                sys::fabriq_ofi_getname(self.ptr.as_ptr(), buf.as_mut_ptr().cast(), &mut len)
+            };
             if ret == 0 {
                 buf.truncate(len);
                 return Ok(buf);
@@ -174,7 +177,9 @@ impl Endpoint {
     ) -> Result<()> {
         self.check_enabled()?;
         // SAFETY: the caller upholds the buffer and context contract.
-        let ret = unsafe { sys::fabriq_ofi_recv(self.ptr.as_ptr(), buf.cast(), len, desc.0, src.0, context) };
+        let ret = unsafe {
+            sys::fabriq_ofi_recv(self.ptr.as_ptr(), buf.cast(), len, desc.0, src.0, context)
+        };
         sys::check("fi_recv", ret)
     }
 
@@ -198,7 +203,14 @@ impl Endpoint {
         // SAFETY: the caller upholds the buffer and context contract.
         let ret = unsafe {
             match data {
-                None => sys::fabriq_ofi_send(self.ptr.as_ptr(), buf.cast(), len, desc.0, dest.0, context),
+                None => sys::fabriq_ofi_send(
+                    self.ptr.as_ptr(),
+                    buf.cast(),
+                    len,
+                    desc.0,
+                    dest.0,
+                    context,
+                ),
                 Some(d) => sys::fabriq_ofi_senddata(
                     self.ptr.as_ptr(),
                     buf.cast(),
@@ -210,7 +222,14 @@ impl Endpoint {
                 ),
             }
         };
-        sys::check(if data.is_some() { "fi_senddata" } else { "fi_send" }, ret)
+        sys::check(
+            if data.is_some() {
+                "fi_senddata"
+            } else {
+                "fi_send"
+            },
+            ret,
+        )
     }
 
     /// Asks the provider to cancel the operation posted with `context`

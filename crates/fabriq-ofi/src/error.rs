@@ -89,9 +89,9 @@ impl Error {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionErrorKind {
     /// `FI_ETRUNC`: the message did not fit into the posted receive buffer.
-    /// `olen` bytes were cut off.
     Truncated {
-        /// Bytes of the message that did not fit.
+        /// Bytes of the message that did not fit, as the provider reports
+        /// them (`olen`; shm and tcp;ofi_rxm 1.17 report 0).
         olen: usize,
     },
     /// `FI_ECANCELED`: the operation was canceled (`fi_cancel`).
@@ -128,7 +128,8 @@ pub struct CompletionError {
 fn describe(kind: &CompletionErrorKind, len: usize) -> String {
     match kind {
         CompletionErrorKind::Truncated { olen } => format!(
-            "message truncated (FI_ETRUNC): {olen} bytes did not fit into the {len}-byte receive buffer"
+            "message truncated (FI_ETRUNC): the receive buffer was too small \
+             ({len} bytes received, {olen} bytes cut off as reported by the provider)"
         ),
         CompletionErrorKind::Canceled => "operation canceled (FI_ECANCELED)".to_string(),
         CompletionErrorKind::Other {

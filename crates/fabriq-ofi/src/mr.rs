@@ -146,7 +146,12 @@ impl MemoryRegion {
         sys::check("fi_mr_reg", ret as isize)?;
         let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_mr_reg returned NULL".into()))?;
         // SAFETY: ptr is an open registration.
-        let (desc, key) = unsafe { (sys::fabriq_ofi_mr_desc(ptr.as_ptr()), sys::fabriq_ofi_mr_key(ptr.as_ptr())) };
+        let (desc, key) = unsafe {
+            (
+                sys::fabriq_ofi_mr_desc(ptr.as_ptr()),
+                sys::fabriq_ofi_mr_key(ptr.as_ptr()),
+            )
+        };
         Ok(MemoryRegion {
             ptr,
             desc: Desc(desc),

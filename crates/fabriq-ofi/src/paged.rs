@@ -185,7 +185,9 @@ impl PagedEndpoint {
         if std::sync::Arc::ptr_eq(page.domain(), &self.ep.domain) {
             Ok(())
         } else {
-            Err(Error::Invalid("page is registered in another domain".into()))
+            Err(Error::Invalid(
+                "page is registered in another domain".into(),
+            ))
         }
     }
 
@@ -255,7 +257,10 @@ impl PagedEndpoint {
         self.slots[i] = Slot::Send(page, dest);
         // SAFETY: as in post_recv: registered memory owned by slots[i] until
         // completion or close; ctxs[i] unique to this operation.
-        let posted = unsafe { self.ep.send_raw(ptr, len, desc, dest, data, self.ctx_ptr(i)) };
+        let posted = unsafe {
+            self.ep
+                .send_raw(ptr, len, desc, dest, data, self.ctx_ptr(i))
+        };
         match posted {
             Ok(()) => {
                 self.sends += 1;
@@ -318,7 +323,9 @@ impl PagedEndpoint {
     }
 
     fn complete(&mut self, c: Completion, events: &mut Vec<Event>) -> Result<()> {
-        let i = self.slot_of(c.context).ok_or_else(|| Self::unknown(c.context))?;
+        let i = self
+            .slot_of(c.context)
+            .ok_or_else(|| Self::unknown(c.context))?;
         match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return Err(Self::unknown(c.context)),
             Slot::Send(page, dest) => {

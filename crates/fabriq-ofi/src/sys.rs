@@ -217,7 +217,7 @@ pub const FI_PROGRESS_AUTO: i32 = 1;
 pub const FI_PROGRESS_MANUAL: i32 = 2;
 pub const FI_THREAD_SAFE: i32 = 1;
 pub const FI_WAIT_NONE: i32 = 0;
-pub const FI_WAIT_FD: i32 = 2;
+pub const FI_WAIT_FD: i32 = 3;
 pub const FI_CQ_FORMAT_DATA: i32 = 3;
 pub const FI_CQ_FORMAT_TAGGED: i32 = 4;
 pub const FI_AV_TABLE: i32 = 2;
@@ -258,7 +258,11 @@ pub unsafe fn cstr(p: *const c_char) -> Option<String> {
         None
     } else {
         // SAFETY: non-null and NUL-terminated per the caller's contract.
-        Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        Some(
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned(),
+        )
     }
 }
 
