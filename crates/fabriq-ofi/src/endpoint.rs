@@ -235,9 +235,11 @@ impl Endpoint {
     /// Asks the provider to cancel the operation posted with `context`
     /// (`fi_cancel`); a canceled operation completes with
     /// [`CompletionErrorKind::Canceled`](crate::CompletionErrorKind).
-    pub fn cancel(&self, context: *mut c_void) -> Result<()> {
+    /// `context` is the value the operation was posted with, as an integer
+    /// (it is only compared, never dereferenced, by fi_cancel).
+    pub fn cancel(&self, context: usize) -> Result<()> {
         // SAFETY: fi_cancel only compares the context with posted ones.
-        let ret = unsafe { sys::fabriq_ofi_cancel(self.ptr.as_ptr(), context) };
+        let ret = unsafe { sys::fabriq_ofi_cancel(self.ptr.as_ptr(), context as *mut c_void) };
         sys::check("fi_cancel", ret)
     }
 }

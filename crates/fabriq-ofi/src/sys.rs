@@ -61,7 +61,7 @@ macro_rules! shim {
         }
         $(
             #[cfg(not(fabriq_ofi_libfabric))]
-            #[allow(unused_variables, clippy::missing_safety_doc)]
+            #[allow(unused_variables, clippy::missing_safety_doc, clippy::too_many_arguments)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
                 unreachable!(concat!(
                     "fabriq-ofi was built without libfabric; ",
