@@ -1,0 +1,245 @@
+//! [`Endpoint`]: an RDM endpoint (`fi_endpoint`), its bindings, its name,
+//! and the raw (`unsafe`) data-transfer posts. The safe way to move data is
+//! [`PagedEndpoint`](crate::PagedEndpoint), which owns the posted buffers.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::av::{AddressVector, AvInner, FiAddr};
+use crate::cq::{CompletionQueue, CqInner};
+use crate::domain::{Domain, DomainInner};
+use crate::error::{Error, Result};
+use crate::info::{EpType, Info};
+use crate::mr::Desc;
+use crate::sys;
+
+/// Which completions a CQ binding receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CqBind {
+    /// Send completions (`FI_TRANSMIT`).
+    Transmit,
+    /// Receive completions (`FI_RECV`).
+    Recv,
+}
+
+/// An endpoint. Closing order is enforced by ownership: the endpoint holds
+/// its domain, its bound CQs and AV, and closes (`fi_close`) before them.
+pub struct Endpoint {
+    ptr: NonNull<sys::fid_ep>,
+    info: Info,
+    enabled: bool,
+    // Parents and bindings: dropped after Drop::drop closed the endpoint.
+    _cqs: Vec<Arc<CqInner>>,
+    _av: Option<Arc<AvInner>>,
+    pub(crate) domain: Arc<DomainInner>,
+}
+
+// SAFETY: FI_THREAD_SAFE domain (see Hints).
+unsafe impl Send for Endpoint {}
+// SAFETY: as above; posts through &Endpoint are serialised by the provider.
+unsafe impl Sync for Endpoint {}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        // SAFETY: we own the endpoint. fi_endpoint(3): outstanding
+        // operations are discarded on close and complete no more, so after
+        // this the provider touches no posted buffer or context.
+        let ret = unsafe { sys::fabriq_ofi_close_ep(self.ptr.as_ptr()) };
+        if ret != 0 {
+            tracing::warn!(error = %Error::from_code("fi_close(ep)", -ret), "closing endpoint");
+        }
+    }
+}
+
+impl Endpoint {
+    /// Opens an endpoint described by `info` (normally the domain's info).
+    /// Only [`EpType::Rdm`] is supported; MSG endpoints need an event queue
+    /// and connection management, which this crate does not have yet.
+    pub fn open(domain: &Domain, info: &Info) -> Result<Self> {
+        if info.ep_type() != Some(EpType::Rdm) {
+            return Err(Error::Invalid(format!(
+                "endpoint type {:?}: only RDM endpoints are supported",
+                info.ep_type()
+            )));
+        }
+        let info = info.clone();
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: valid domain and info; ptr receives a handle we own.
+        let ret =
+            unsafe { sys::fabriq_ofi_endpoint(domain.inner.ptr.as_ptr(), info.as_ptr(), &mut ptr) };
+        sys::check("fi_endpoint", ret as isize)?;
+        let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_endpoint returned NULL".into()))?;
+        Ok(Endpoint {
+            ptr,
+            info,
+            enabled: false,
+            _cqs: Vec::new(),
+            _av: None,
+            domain: domain.inner.clone(),
+        })
+    }
+
+    fn check_same_domain(&self, other: &Arc<DomainInner>, what: &str) -> Result<()> {
+        if Arc::ptr_eq(&self.domain, other) {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!("{what} belongs to another domain")))
+        }
+    }
+
+    /// Binds a CQ for transmit or receive completions (before
+    /// [`Endpoint::enable`]).
+    pub fn bind_cq(&mut self, cq: &CompletionQueue, which: CqBind) -> Result<()> {
+        self.check_same_domain(cq.inner.domain_inner(), "CQ")?;
+        let flags = match which {
+            CqBind::Transmit => sys::FI_TRANSMIT,
+            CqBind::Recv => sys::FI_RECV,
+        };
+        // SAFETY: both handles open; the Arc kept below keeps the CQ open
+        // while the endpoint is.
+        let ret =
+            unsafe { sys::fabriq_ofi_ep_bind_cq(self.ptr.as_ptr(), cq.inner.ptr.as_ptr(), flags) };
+        sys::check("fi_ep_bind(cq)", ret as isize)?;
+        self._cqs.push(cq.inner.clone());
+        Ok(())
+    }
+
+    /// Binds the address vector (before [`Endpoint::enable`]).
+    pub fn bind_av(&mut self, av: &AddressVector) -> Result<()> {
+        self.check_same_domain(av.inner.domain_inner(), "AV")?;
+        // SAFETY: both handles open; the Arc kept below keeps the AV open.
+        let ret = unsafe { sys::fabriq_ofi_ep_bind_av(self.ptr.as_ptr(), av.inner.ptr.as_ptr()) };
+        sys::check("fi_ep_bind(av)", ret as isize)?;
+        self._av = Some(av.inner.clone());
+        Ok(())
+    }
+
+    /// Enables the endpoint (`fi_enable`).
+    pub fn enable(&mut self) -> Result<()> {
+        // SAFETY: open endpoint.
+        let ret = unsafe { sys::fabriq_ofi_enable(self.ptr.as_ptr()) };
+        sys::check("fi_enable", ret as isize)?;
+        self.enabled = true;
+        Ok(())
+    }
+
+    /// Our raw address (`fi_getname`): send these bytes to the peer over a
+    /// control connection; it inserts them into its address vector.
+    pub fn name(&self) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; 64];
+        loop {
+            let mut len = buf.len();
+            // SAFETY: buf has len bytes; len receives the needed size.
+            let ret = unsafe {
+                sys::fabriq_ofi_getname(self.ptr.as_ptr(), buf.as_mut_ptr().cast(), &mut len)
+            };
+            if ret == 0 {
+                buf.truncate(len);
+                return Ok(buf);
+            }
+            if -ret == sys::FI_ETOOSMALL && len > buf.len() && len <= 4096 {
+                buf.resize(len, 0);
+                continue;
+            }
+            return Err(Error::from_code("fi_getname", -ret));
+        }
+    }
+
+    /// The info the endpoint was opened with.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn check_enabled(&self) -> Result<()> {
+        if self.enabled {
+            Ok(())
+        } else {
+            Err(Error::Invalid("endpoint is not enabled".into()))
+        }
+    }
+
+    /// Posts a receive buffer (`fi_recv`). `-FI_EAGAIN` is [`Error::Again`].
+    ///
+    /// # Safety
+    /// `buf..buf+len` must be writable memory registered in this domain
+    /// (`desc` its descriptor) and, like `context` (at least 32 bytes, see
+    /// `FI_CONTEXT2`), must stay valid and untouched by the caller until the
+    /// operation's completion (or error completion) has been read, or until
+    /// the endpoint is closed.
+    pub unsafe fn post_recv_raw(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: Desc,
+        src: FiAddr,
+        context: *mut c_void,
+    ) -> Result<()> {
+        self.check_enabled()?;
+        // SAFETY: the caller upholds the buffer and context contract.
+        let ret = unsafe {
+            sys::fabriq_ofi_recv(self.ptr.as_ptr(), buf.cast(), len, desc.0, src.0, context)
+        };
+        sys::check("fi_recv", ret)
+    }
+
+    /// Posts a send (`fi_send`, or `fi_senddata` when `data` is given).
+    /// `-FI_EAGAIN` is [`Error::Again`].
+    ///
+    /// # Safety
+    /// As [`Endpoint::post_recv_raw`]: `buf..buf+len` registered (with
+    /// `desc`), and both it and `context` valid and unmodified until the
+    /// completion has been read or the endpoint is closed.
+    pub unsafe fn send_raw(
+        &self,
+        buf: *const u8,
+        len: usize,
+        desc: Desc,
+        dest: FiAddr,
+        data: Option<u64>,
+        context: *mut c_void,
+    ) -> Result<()> {
+        self.check_enabled()?;
+        // SAFETY: the caller upholds the buffer and context contract.
+        let ret = unsafe {
+            match data {
+                None => sys::fabriq_ofi_send(
+                    self.ptr.as_ptr(),
+                    buf.cast(),
+                    len,
+                    desc.0,
+                    dest.0,
+                    context,
+                ),
+                Some(d) => sys::fabriq_ofi_senddata(
+                    self.ptr.as_ptr(),
+                    buf.cast(),
+                    len,
+                    desc.0,
+                    d,
+                    dest.0,
+                    context,
+                ),
+            }
+        };
+        sys::check(
+            if data.is_some() {
+                "fi_senddata"
+            } else {
+                "fi_send"
+            },
+            ret,
+        )
+    }
+
+    /// Asks the provider to cancel the operation posted with `context`
+    /// (`fi_cancel`); a canceled operation completes with
+    /// [`CompletionErrorKind::Canceled`](crate::CompletionErrorKind).
+    /// `context` is the value the operation was posted with, as an integer
+    /// (it is only compared, never dereferenced, by fi_cancel).
+    pub fn cancel(&self, context: usize) -> Result<()> {
+        // SAFETY: fi_cancel only compares the context with posted ones.
+        let ret = unsafe { sys::fabriq_ofi_cancel(self.ptr.as_ptr(), context as *mut c_void) };
+        sys::check("fi_cancel", ret)
+    }
+}

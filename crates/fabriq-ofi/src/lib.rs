@@ -1,0 +1,92 @@
+//! fabriq-ofi: the libfabric (OFI) boundary of fabriq.
+//!
+//! All of fabriq's `unsafe` fabric code lives in this crate. libfabric's
+//! data-path calls are `static inline` functions in its headers, so a small
+//! C shim (`csrc/shim.c`, built by `build.rs` with `cc`) exports each one
+//! fabriq needs as `fabriq_ofi_*`; [`sys`] declares them with opaque
+//! pointer types. Rust never mirrors a libfabric struct.
+//!
+//! Built without libfabric (pkg-config does not find it, or
+//! `FABRIQ_OFI_DISABLE=1` at build time), the crate still compiles and
+//! every entry point ([`getinfo`], [`Fabric::open`]) returns
+//! [`Error::Unavailable`].
+//!
+//! # Objects and closing order
+//!
+//! [`getinfo`] gives [`Info`]s; from one, [`Fabric::open`] then
+//! [`Domain::open`]; in a domain: [`CompletionQueue`], [`AddressVector`],
+//! [`MemoryRegion`] / [`PagePool`], and [`Endpoint`]. Each child holds an
+//! `Arc` to its parents and each endpoint to the CQs and AV bound to it, so
+//! drops close in the order libfabric needs: endpoint, then its CQs/AV,
+//! then registrations, then the domain, then the fabric.
+//!
+//! # The ownership rule for posted buffers
+//!
+//! A buffer handed to the provider (`fi_recv`, `fi_send`) must stay
+//! allocated, registered and untouched until its completion is read. Safe
+//! code gets this by construction:
+//!
+//! - [`PagedEndpoint::post_recv`] and [`PagedEndpoint::send`] take a
+//!   [`Page`] **by value**. The endpoint keeps it in a slot, next to the
+//!   32-byte operation context it passes to the provider, and gives it
+//!   back only in the [`Event`] of its completion (or in the
+//!   [`PostError`] when the post is refused).
+//! - A page holds its pool's registration alive, so a posted page is
+//!   always registered.
+//! - Dropping a `PagedEndpoint` closes the endpoint *first*
+//!   (`fi_endpoint(3)`: outstanding operations are then discarded), and
+//!   only then frees the slots, so pages return to their pool after the
+//!   provider has let go of them.
+//! - The raw posts, [`Endpoint::post_recv_raw`] / [`Endpoint::send_raw`],
+//!   are `unsafe fn`s whose contract is the rule above.
+//!
+//! A received page becomes `bytes::Bytes` without a copy
+//! ([`Page::into_bytes`]); the page returns to its pool when the last
+//! slice is dropped.
+//!
+//! # Progress
+//!
+//! [`Info::data_progress`] says whether the provider progresses on its own.
+//! tcp (`tcp;ofi_rxm`) and shm are manual for data on libfabric 1.17:
+//! nothing moves unless someone reads the CQs. [`PagedEndpoint::poll`]
+//! reads both CQs, so a reader that polls makes progress; a reactor sleeps
+//! on [`PagedEndpoint::wait_fds`] after [`PagedEndpoint::try_wait`] said
+//! it may, and polls when there are no wait fds.
+//!
+//! # libfabric versions
+//!
+//! fabriq requests API version 1.9 and uses only what libfabric 2.x keeps:
+//! mr_mode bits (never `FI_MR_BASIC`/`FI_MR_SCALABLE` or `FI_LOCAL_MR`),
+//! CQ-level wait fds (no wait sets or poll sets), `FI_CONTEXT2`-sized
+//! contexts. See `docs/fabric.md`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod av;
+pub mod cq;
+pub mod domain;
+pub mod endpoint;
+pub mod error;
+pub mod fabric;
+pub mod info;
+pub mod mr;
+pub mod paged;
+pub mod pool;
+#[allow(non_camel_case_types, clippy::missing_safety_doc)]
+pub mod sys;
+
+pub use av::{AddressVector, FiAddr};
+pub use cq::{Completion, CompletionQueue, CqFormat, Wait};
+pub use domain::Domain;
+pub use endpoint::{CqBind, Endpoint};
+pub use error::{CompletionError, CompletionErrorKind, Error, Result};
+pub use fabric::Fabric;
+pub use info::{getinfo, runtime_version, Caps, EpType, Hints, Info, MrMode, Progress};
+pub use mr::{Access, Desc, MemoryRegion};
+pub use paged::{Event, PagedConfig, PagedEndpoint, PostError};
+pub use pool::{Page, PagePool};
+
+/// True when this build has libfabric compiled in.
+pub const fn available() -> bool {
+    sys::AVAILABLE
+}

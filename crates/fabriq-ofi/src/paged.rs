@@ -1,0 +1,387 @@
+//! [`PagedEndpoint`]: the safe data path. An RDM endpoint with its own
+//! transmit and receive CQs and address vector, which takes ownership of a
+//! [`Page`] when it is posted and gives it back in the [`Event`] of its
+//! completion. Safe code therefore cannot free, reuse or even read a buffer
+//! the provider may still be using.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::os::fd::RawFd;
+
+use crate::av::{AddressVector, FiAddr};
+use crate::cq::{Completion, CompletionQueue, CqFormat, Wait};
+use crate::domain::Domain;
+use crate::endpoint::{CqBind, Endpoint};
+use crate::error::{CompletionError, Error, Result};
+use crate::info::Info;
+use crate::pool::Page;
+
+/// Sizes of a [`PagedEndpoint`].
+#[derive(Debug, Clone, Copy)]
+pub struct PagedConfig {
+    /// Most sends in flight (the send window / credits).
+    pub max_sends: usize,
+    /// Most receives posted.
+    pub max_recvs: usize,
+    /// Ask for wait fds on the CQs (falls back to polling without).
+    pub wait: Wait,
+    /// Address vector size hint.
+    pub av_size: usize,
+}
+
+impl Default for PagedConfig {
+    fn default() -> Self {
+        PagedConfig {
+            max_sends: 64,
+            max_recvs: 64,
+            wait: Wait::FdOrPoll,
+            av_size: 64,
+        }
+    }
+}
+
+/// What a completion gave back.
+#[derive(Debug)]
+pub enum Event {
+    /// A send completed: the page is yours again.
+    Sent {
+        /// The page that was sent.
+        page: Page,
+        /// The peer it went to.
+        dest: FiAddr,
+    },
+    /// A receive completed: `page.len()` is the message length.
+    Received {
+        /// The page holding the message.
+        page: Page,
+        /// Remote CQ data, if the sender attached some.
+        data: Option<u64>,
+    },
+    /// A send failed (error completion).
+    SendFailed {
+        /// The page that was to be sent.
+        page: Page,
+        /// The error entry.
+        error: CompletionError,
+    },
+    /// A receive failed, e.g. truncated (`FI_ETRUNC`).
+    RecvFailed {
+        /// The page that was posted.
+        page: Page,
+        /// The error entry.
+        error: CompletionError,
+    },
+}
+
+/// A post that was refused; the page comes back.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct PostError {
+    /// Why (e.g. [`Error::Again`]: read completions and retry).
+    pub error: Error,
+    /// The page that was not posted.
+    pub page: Page,
+}
+
+/// `struct fi_context2` storage: 4 pointers the provider may write while
+/// the operation is in flight (FI_CONTEXT / FI_CONTEXT2 mode).
+#[repr(C, align(8))]
+struct Ctx(UnsafeCell<[usize; 4]>);
+
+enum Slot {
+    Free,
+    Send(Page, FiAddr),
+    Recv(Page),
+}
+
+/// An RDM endpoint that owns its posted pages. See the crate docs for the
+/// ownership rule.
+pub struct PagedEndpoint {
+    // Declared first: dropped (closed) first, so the provider has let go of
+    // every posted page and context before `slots` and `ctxs` are freed.
+    ep: Endpoint,
+    tx: CompletionQueue,
+    rx: CompletionQueue,
+    av: AddressVector,
+    /// One per operation; the provider only ever sees `ctxs[i].0.get()`.
+    /// Never borrowed mutably as a whole (each entry is an UnsafeCell).
+    ctxs: Box<[Ctx]>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    sends: usize,
+    recvs: usize,
+    config: PagedConfig,
+    scratch: Vec<Completion>,
+}
+
+impl PagedEndpoint {
+    /// Opens the CQs (data format), the AV and the endpoint, binds them and
+    /// enables the endpoint.
+    pub fn open(domain: &Domain, info: &Info, config: PagedConfig) -> Result<Self> {
+        let tx_size = config.max_sends.max(1);
+        let rx_size = config.max_recvs.max(1);
+        let tx = CompletionQueue::open(domain, tx_size * 2, CqFormat::Data, config.wait)?;
+        let rx = CompletionQueue::open(domain, rx_size * 2, CqFormat::Data, config.wait)?;
+        let av = AddressVector::open(domain, config.av_size)?;
+        let mut ep = Endpoint::open(domain, info)?;
+        ep.bind_cq(&tx, CqBind::Transmit)?;
+        ep.bind_cq(&rx, CqBind::Recv)?;
+        ep.bind_av(&av)?;
+        ep.enable()?;
+        let n = tx_size + rx_size;
+        Ok(PagedEndpoint {
+            ep,
+            tx,
+            rx,
+            av,
+            ctxs: (0..n).map(|_| Ctx(UnsafeCell::new([0; 4]))).collect(),
+            slots: (0..n).map(|_| Slot::Free).collect(),
+            free: (0..n).rev().collect(),
+            sends: 0,
+            recvs: 0,
+            config,
+            scratch: Vec::with_capacity(crate::cq::READ_BATCH),
+        })
+    }
+
+    /// Our raw address, for the peer's [`PagedEndpoint::insert_peer`].
+    pub fn name(&self) -> Result<Vec<u8>> {
+        self.ep.name()
+    }
+
+    /// Inserts a peer's raw address into our AV.
+    pub fn insert_peer(&self, addr: &[u8]) -> Result<FiAddr> {
+        self.av.insert(addr)
+    }
+
+    /// The underlying endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
+    /// Sends in flight.
+    pub fn sends_in_flight(&self) -> usize {
+        self.sends
+    }
+
+    /// Receives posted.
+    pub fn recvs_posted(&self) -> usize {
+        self.recvs
+    }
+
+    fn ctx_ptr(&self, i: usize) -> *mut c_void {
+        self.ctxs[i].0.get().cast()
+    }
+
+    /// Maps a context pointer from a completion back to its slot index.
+    fn slot_of(&self, context: usize) -> Option<usize> {
+        let base = self.ctxs.as_ptr() as usize;
+        let size = std::mem::size_of::<Ctx>();
+        let off = context.checked_sub(base)?;
+        (off % size == 0 && off / size < self.ctxs.len()).then_some(off / size)
+    }
+
+    fn check_page(&self, page: &Page) -> Result<()> {
+        if std::sync::Arc::ptr_eq(page.domain(), &self.ep.domain) {
+            Ok(())
+        } else {
+            Err(Error::Invalid(
+                "page is registered in another domain".into(),
+            ))
+        }
+    }
+
+    /// Posts `page` (its whole capacity) as a receive buffer. The page
+    /// comes back in [`Event::Received`] or [`Event::RecvFailed`].
+    pub fn post_recv(&mut self, page: Page) -> Result<(), PostError> {
+        if let Err(error) = self.check_page(&page) {
+            return Err(PostError { error, page });
+        }
+        if self.recvs >= self.config.max_recvs {
+            return Err(PostError {
+                error: Error::Invalid(format!("{} receives already posted", self.recvs)),
+                page,
+            });
+        }
+        let Some(i) = self.free.pop() else {
+            return Err(PostError {
+                error: Error::Invalid("no free operation slot".into()),
+                page,
+            });
+        };
+        let (ptr, cap, desc) = (page.ptr(), page.capacity(), page.desc());
+        // The page moves into the slot before the post: from here on only
+        // the provider touches its bytes, until the completion hands it back.
+        self.slots[i] = Slot::Recv(page);
+        // SAFETY: ptr..ptr+cap is the page's registered memory (desc), owned
+        // by slots[i] until its completion is read or the endpoint closes
+        // (Drop order); ctxs[i] is a 32-byte context with the same lifetime,
+        // used by no other operation (slot i was free).
+        let posted = unsafe {
+            self.ep
+                .post_recv_raw(ptr, cap, desc, FiAddr::UNSPEC, self.ctx_ptr(i))
+        };
+        match posted {
+            Ok(()) => {
+                self.recvs += 1;
+                Ok(())
+            }
+            Err(error) => Err(PostError {
+                error,
+                page: self.take(i).expect("slot just filled"),
+            }),
+        }
+    }
+
+    /// Sends the first `page.len()` bytes of `page` to `dest`, with remote
+    /// CQ data if `data` is given. The page comes back in [`Event::Sent`]
+    /// or [`Event::SendFailed`]. [`Error::Again`] means the provider's
+    /// queue is full: [`PagedEndpoint::poll`] and retry.
+    pub fn send(&mut self, page: Page, dest: FiAddr, data: Option<u64>) -> Result<(), PostError> {
+        if let Err(error) = self.check_page(&page) {
+            return Err(PostError { error, page });
+        }
+        if self.sends >= self.config.max_sends {
+            return Err(PostError {
+                error: Error::Invalid(format!("send window full ({} in flight)", self.sends)),
+                page,
+            });
+        }
+        let Some(i) = self.free.pop() else {
+            return Err(PostError {
+                error: Error::Invalid("no free operation slot".into()),
+                page,
+            });
+        };
+        let (ptr, len, desc) = (page.ptr(), page.len(), page.desc());
+        self.slots[i] = Slot::Send(page, dest);
+        // SAFETY: as in post_recv: registered memory owned by slots[i] until
+        // completion or close; ctxs[i] unique to this operation.
+        let posted = unsafe {
+            self.ep
+                .send_raw(ptr, len, desc, dest, data, self.ctx_ptr(i))
+        };
+        match posted {
+            Ok(()) => {
+                self.sends += 1;
+                Ok(())
+            }
+            Err(error) => Err(PostError {
+                error,
+                page: self.take(i).expect("slot just filled"),
+            }),
+        }
+    }
+
+    /// Empties slot `i`, returning its page.
+    fn take(&mut self, i: usize) -> Option<Page> {
+        let page = match std::mem::replace(&mut self.slots[i], Slot::Free) {
+            Slot::Free => return None,
+            Slot::Send(p, _) | Slot::Recv(p) => p,
+        };
+        self.free.push(i);
+        Some(page)
+    }
+
+    /// Reads both CQs (which drives progress on manual-progress
+    /// providers), appending at most `max` events per queue. Returns the
+    /// number of events appended.
+    pub fn poll(&mut self, events: &mut Vec<Event>, max: usize) -> Result<usize> {
+        let before = events.len();
+        self.poll_cq(true, events, max)?;
+        self.poll_cq(false, events, max)?;
+        Ok(events.len() - before)
+    }
+
+    fn poll_cq(&mut self, tx: bool, events: &mut Vec<Event>, max: usize) -> Result<()> {
+        let mut budget = max;
+        while budget > 0 {
+            let cq = if tx { &self.tx } else { &self.rx };
+            let mut batch = std::mem::take(&mut self.scratch);
+            batch.clear();
+            let res = cq.read(&mut batch, budget);
+            let n = batch.len();
+            for c in batch.drain(..) {
+                self.complete(c, events)?;
+            }
+            self.scratch = batch;
+            match res {
+                Ok(0) => return Ok(()),
+                Ok(_) => budget -= n,
+                Err(Error::Completion(err)) => {
+                    self.fail(*err, events)?;
+                    budget -= 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn unknown(context: usize) -> Error {
+        Error::Invalid(format!("completion for unknown context {context:#x}"))
+    }
+
+    fn complete(&mut self, c: Completion, events: &mut Vec<Event>) -> Result<()> {
+        let i = self
+            .slot_of(c.context)
+            .ok_or_else(|| Self::unknown(c.context))?;
+        match std::mem::replace(&mut self.slots[i], Slot::Free) {
+            Slot::Free => return Err(Self::unknown(c.context)),
+            Slot::Send(page, dest) => {
+                self.sends -= 1;
+                events.push(Event::Sent { page, dest });
+            }
+            Slot::Recv(mut page) => {
+                self.recvs -= 1;
+                page.set_len(c.len);
+                let data = c.has_data().then_some(c.data);
+                events.push(Event::Received { page, data });
+            }
+        }
+        self.free.push(i);
+        Ok(())
+    }
+
+    fn fail(&mut self, error: CompletionError, events: &mut Vec<Event>) -> Result<()> {
+        let i = self
+            .slot_of(error.context)
+            .ok_or_else(|| Error::Completion(Box::new(error.clone())))?;
+        match std::mem::replace(&mut self.slots[i], Slot::Free) {
+            Slot::Free => return Err(Error::Completion(Box::new(error))),
+            Slot::Send(page, _) => {
+                self.sends -= 1;
+                events.push(Event::SendFailed { page, error });
+            }
+            Slot::Recv(mut page) => {
+                self.recvs -= 1;
+                page.set_len(error.len);
+                events.push(Event::RecvFailed { page, error });
+            }
+        }
+        self.free.push(i);
+        Ok(())
+    }
+
+    /// The wait fds of the transmit and receive CQs (`None`: poll).
+    pub fn wait_fds(&self) -> [Option<RawFd>; 2] {
+        [self.tx.wait_fd(), self.rx.wait_fd()]
+    }
+
+    /// `fi_trywait` on both CQs: `Ok(true)` when both have wait fds and it
+    /// is safe to sleep on them; `Ok(false)`: call [`PagedEndpoint::poll`]
+    /// first (or there are no wait fds to sleep on).
+    pub fn try_wait(&self) -> Result<bool> {
+        Ok(self.tx.try_wait()? && self.rx.try_wait()?)
+    }
+}
+
+impl std::fmt::Debug for PagedEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PagedEndpoint")
+            .field("provider", &self.ep.info().provider())
+            .field("sends", &self.sends)
+            .field("recvs", &self.recvs)
+            .finish()
+    }
+}
