@@ -487,3 +487,194 @@ impl PeerIo for Link {
         pulled.delivered > 0
     }
 }
+
+/// loom models of engine ownership between the socket's thread and the
+/// I/O thread: the real [`Link`] (its `try_lock` protocol and hand-over
+/// wake-ups), the real pipe queue and socket signal, and an engine whose
+/// stream is a counter of messages waiting in the kernel. Run by
+/// `scripts/test` with `RUSTFLAGS="--cfg loom"`.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use fabriq_zmtp::Multipart;
+
+    use super::*;
+    use crate::pipe::Waker;
+    use crate::signal::Signal;
+    use crate::sync::AtomicUsize;
+    use crate::sync::Ordering::SeqCst;
+
+    /// An engine whose stream holds `wire` messages; a read takes at most
+    /// `per_read` of them.
+    struct ModelEngine {
+        wire: Arc<AtomicUsize>,
+        per_read: usize,
+    }
+
+    impl Engine for ModelEngine {
+        fn ready(&mut self, _: bool, _: bool) {}
+        fn read(&mut self, inbound: Option<&Queue>, reads: Reads, _: Instant) -> (Input, usize) {
+            let mut delivered = 0;
+            for _ in 0..reads.max {
+                let took = self
+                    .wire
+                    .fetch_update(SeqCst, SeqCst, |n| Some(n - n.min(self.per_read)))
+                    .unwrap();
+                let took = took.min(self.per_read);
+                if took == 0 {
+                    return (Input::Idle, delivered);
+                }
+                for _ in 0..took {
+                    inbound.unwrap().push(Item::Msg(Multipart::new()));
+                    delivered += 1;
+                }
+            }
+            let more = self.wire.load(SeqCst) > 0;
+            (if more { Input::More } else { Input::Idle }, delivered)
+        }
+        fn write(&mut self, _: Option<&Queue>, _: Option<&mut Topics>) -> io::Result<()> {
+            Ok(())
+        }
+        fn unsent(&self) -> usize {
+            0
+        }
+        fn is_active(&self) -> bool {
+            true
+        }
+        fn handshaken(&self) -> bool {
+            true
+        }
+        fn peer(&self) -> Option<&PeerInfo> {
+            None
+        }
+        fn peer_address(&self) -> String {
+            String::new()
+        }
+        fn subscribe(&mut self, _: &[u8]) {}
+        fn poll_timeout(&self) -> Option<Instant> {
+            None
+        }
+        fn handle_timeout(&mut self, _: Instant) -> Result<(), ProtocolError> {
+            Ok(())
+        }
+        fn end_of_input(&mut self) -> Option<ProtocolError> {
+            None
+        }
+        fn monitor_value(&self) -> u32 {
+            0
+        }
+        fn deregister(&mut self, _: &Registry) {}
+        fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
+            let reads = Reads {
+                max: 1,
+                speculative: true,
+            };
+            let (input, delivered) = self.read(Some(inbound), reads, now);
+            Pulled {
+                delivered,
+                hand_over: matches!(input, Input::More),
+            }
+        }
+        fn output_ready(&mut self, _: &Queue) -> bool {
+            false
+        }
+    }
+
+    struct Setup {
+        reactor: super::super::Reactor,
+        link: Arc<Link>,
+        wire: Arc<AtomicUsize>,
+        /// The socket's signal and the queue it reads from this peer.
+        signal: Arc<Signal>,
+        inbound: Arc<Queue>,
+    }
+
+    fn setup(wire_holds: usize, per_read: usize) -> Setup {
+        let (reactor, _loop) =
+            super::super::Reactor::unstarted(Clock::default()).expect("a reactor");
+        let link = Link::new(reactor.reactor_waker(1), Clock::default());
+        let wire = Arc::new(AtomicUsize::new(wire_holds));
+        *link.lock() = Some(Box::new(ModelEngine {
+            wire: wire.clone(),
+            per_read,
+        }));
+        let signal = Arc::new(Signal::new().unwrap());
+        let inbound = Queue::new(0, Waker::Socket(signal.clone()), Waker::Peer(link.clone()));
+        Setup {
+            reactor,
+            link,
+            wire,
+            signal,
+            inbound,
+        }
+    }
+
+    /// The session (I/O thread) reads what arrived while the socket's
+    /// thread tries to read it first: whoever gets the engine, the
+    /// message reaches the socket, or the socket's signal is up.
+    #[test]
+    fn a_message_is_read_by_one_thread_and_never_stranded() {
+        loom::model(|| {
+            let s = setup(0, 1);
+            let session = {
+                let (link, wire, inbound) = (s.link.clone(), s.wire.clone(), s.inbound.clone());
+                loom::thread::spawn(move || {
+                    // The peer's bytes arrive; the poller reports them and
+                    // the session runs a turn.
+                    wire.fetch_add(1, SeqCst);
+                    let mut slot = link.lock();
+                    let engine = slot.as_mut().unwrap();
+                    let reads = Reads {
+                        max: 4,
+                        speculative: false,
+                    };
+                    engine.read(Some(&inbound), reads, Instant::now());
+                })
+            };
+            // The socket: look, read on this thread if it may, then sleep.
+            s.signal.clear();
+            let got = s.inbound.pop().is_some()
+                || (PeerIo::pull(&*s.link, &s.inbound) && s.inbound.pop().is_some());
+            session.join().unwrap();
+            if !got {
+                assert!(
+                    s.signal.would_wake(),
+                    "the socket sleeps while its message waits"
+                );
+            }
+            drop(s.reactor);
+        });
+    }
+
+    /// A speculative read that leaves messages behind (its read budget
+    /// ran out) hands the rest to the session: the session is woken.
+    #[test]
+    fn a_read_left_unfinished_on_the_socket_thread_wakes_the_session() {
+        loom::model(|| {
+            let s = setup(2, 1);
+            let session = {
+                let (link, inbound) = (s.link.clone(), s.inbound.clone());
+                loom::thread::spawn(move || {
+                    // A session turn that may run before or after the pull.
+                    if let Ok(mut slot) = link.engine.try_lock() {
+                        let reads = Reads {
+                            max: 4,
+                            speculative: false,
+                        };
+                        slot.as_mut()
+                            .unwrap()
+                            .read(Some(&inbound), reads, Instant::now());
+                    }
+                })
+            };
+            let _ = PeerIo::pull(&*s.link, &s.inbound);
+            session.join().unwrap();
+            if s.wire.load(SeqCst) > 0 {
+                let woken = s.reactor.shared.lock().ready.contains(&1);
+                assert!(woken, "messages left on the wire and nobody told");
+            }
+            drop(s.reactor);
+        });
+    }
+}
