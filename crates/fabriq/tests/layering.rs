@@ -62,7 +62,7 @@ fn graph() -> Graph {
                 stack.push(path);
                 continue;
             }
-            if path.extension().is_none_or(|e| e != "rs") {
+            if path.extension().map_or(true, |e| e != "rs") {
                 continue;
             }
             let rel = path.strip_prefix(&root).unwrap();
