@@ -46,12 +46,11 @@ use std::io::{self, IoSlice};
 use std::time::Instant;
 
 use fabriq_zmtp::{Connection, Event as ZEvent, PeerInfo, ProtocolError};
-use mio::Registry;
 
 use crate::pipe::{Item, PeerIo, Queue};
 use crate::sync::{Mutex, MutexGuard};
 use crate::topics::Topics;
-use crate::transport::Stream;
+use crate::transport::{Poller, Stream};
 
 use super::{Clock, ReactorWaker};
 
@@ -165,7 +164,7 @@ pub(crate) trait Engine: Send {
     fn monitor_value(&self) -> u32;
 
     /// Takes the engine's sources out of the poller before it is dropped.
-    fn deregister(&mut self, registry: &Registry);
+    fn deregister(&mut self, poller: &mut Poller<'_>);
 
     /// Speculative read on the socket's thread (see the module docs).
     fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled;
@@ -351,8 +350,8 @@ impl Engine for StreamEngine {
         self.stream.monitor_value()
     }
 
-    fn deregister(&mut self, registry: &Registry) {
-        self.stream.deregister(registry);
+    fn deregister(&mut self, poller: &mut Poller<'_>) {
+        self.stream.deregister(poller);
     }
 
     fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
@@ -564,7 +563,7 @@ mod loom_models {
         fn monitor_value(&self) -> u32 {
             0
         }
-        fn deregister(&mut self, _: &Registry) {}
+        fn deregister(&mut self, _: &mut Poller<'_>) {}
         fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
             let reads = Reads {
                 max: 1,

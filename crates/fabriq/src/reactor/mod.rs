@@ -35,7 +35,7 @@ use crate::mailbox::Mailbox;
 use crate::monitor::Event;
 use crate::options::Options;
 use crate::pipe::{PeerMeta, PipeEnd, Queue, Waker};
-use crate::transport::{Listener, Stream};
+use crate::transport::{Listener, Poller, SharedSources, Stream};
 
 use session::Session;
 
@@ -333,10 +333,15 @@ struct EventLoop {
     shared: Arc<Shared>,
     listeners: HashMap<usize, ListenerEntry>,
     sessions: HashMap<usize, Session>,
+    /// Sources that serve many sessions (see `transport::Demux`).
+    shared_sources: SharedSources,
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     shutting_down: bool,
     /// Whether the last turn moved messages for sockets that woke us.
     was_woken: bool,
+    /// Sessions a shared source reported in this turn (kept for its
+    /// capacity).
+    fanned_out: Vec<Token>,
 }
 
 impl EventLoop {
@@ -347,9 +352,11 @@ impl EventLoop {
             shared,
             listeners: HashMap::new(),
             sessions: HashMap::new(),
+            shared_sources: SharedSources::default(),
             timers: BinaryHeap::new(),
             shutting_down: false,
             was_woken: false,
+            fanned_out: Vec::new(),
         }
     }
 
@@ -400,8 +407,21 @@ impl EventLoop {
             if event.token() == WAKER {
                 continue;
             }
+            let mut fanned_out = std::mem::take(&mut self.fanned_out);
             if self.listeners.contains_key(&token) {
                 self.accept(token, now);
+            } else if self
+                .shared_sources
+                .take_ready(event.token(), &mut fanned_out)
+            {
+                // One event, many sessions: each one the source has work
+                // for runs as if its own descriptor had been reported.
+                for Token(t) in fanned_out.drain(..) {
+                    if let Some(s) = self.sessions.get_mut(&t) {
+                        s.ready(true, true);
+                        self.drive(t, now);
+                    }
+                }
             } else if let Some(s) = self.sessions.get_mut(&token) {
                 s.ready(
                     event.is_readable() || event.is_read_closed() || event.is_error(),
@@ -409,6 +429,7 @@ impl EventLoop {
                 );
                 self.drive(token, now);
             }
+            self.fanned_out = fanned_out;
         }
         self.events = events;
         let inbox = std::mem::take(&mut *self.shared.lock());
@@ -571,7 +592,11 @@ impl EventLoop {
             endpoint: entry.text.clone(),
             link: Link::new(waker, self.shared.clock.clone()),
         };
-        let session = Session::accepted(base, listener, stream, self.poll.registry(), now);
+        let mut poller = Poller {
+            registry: self.poll.registry(),
+            shared: &mut self.shared_sources,
+        };
+        let session = Session::accepted(base, listener, stream, &mut poller, now);
         self.sessions.insert(token, session);
         self.drive(token, now);
     }
@@ -581,7 +606,11 @@ impl EventLoop {
         let Some(session) = self.sessions.get_mut(&token) else {
             return;
         };
-        let outcome = session.drive(self.poll.registry(), now, self.shutting_down);
+        let mut poller = Poller {
+            registry: self.poll.registry(),
+            shared: &mut self.shared_sources,
+        };
+        let outcome = session.drive(&mut poller, now, self.shutting_down);
         match outcome {
             session::Outcome::Keep { wake_at } => {
                 if let Some(t) = wake_at {
@@ -597,7 +626,11 @@ impl EventLoop {
 
     fn remove_session(&mut self, token: usize) {
         if let Some(mut s) = self.sessions.remove(&token) {
-            s.close(self.poll.registry());
+            let mut poller = Poller {
+                registry: self.poll.registry(),
+                shared: &mut self.shared_sources,
+            };
+            s.close(&mut poller);
         }
     }
 

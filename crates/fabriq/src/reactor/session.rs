@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fabriq_zmtp::{Connection, ProtocolError};
-use mio::{Registry, Token};
+use mio::Token;
 
 use super::engine::{End, Engine, Input, Link, Reads, StreamEngine};
 
@@ -23,7 +23,7 @@ use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
 use crate::pipe::{PeerMeta, PipeEnd};
 use crate::topics::Topics;
-use crate::transport::Stream;
+use crate::transport::{Poller, Stream};
 
 /// Reads per turn before yielding to other sessions.
 const READ_BUDGET: usize = 16;
@@ -122,11 +122,11 @@ impl Session {
         base: Base,
         listener: usize,
         mut stream: Box<dyn Stream>,
-        registry: &Registry,
+        poller: &mut Poller<'_>,
         now: Instant,
     ) -> Session {
         stream.tune(&base.opts);
-        if let Err(e) = stream.register(registry, Token(base.token)) {
+        if let Err(e) = stream.register(poller, Token(base.token)) {
             tracing::error!("cannot register connection: {e}");
         }
         let s = Session::new(base, Origin::Accept { listener }, None);
@@ -166,19 +166,19 @@ impl Session {
     /// One turn: connect if due, read, write, check timers.
     pub(super) fn drive(
         &mut self,
-        registry: &Registry,
+        poller: &mut Poller<'_>,
         now: Instant,
         shutting_down: bool,
     ) -> Outcome {
         let link = self.link.clone();
         let mut slot = link.lock();
-        self.turn(&mut slot, registry, now, shutting_down)
+        self.turn(&mut slot, poller, now, shutting_down)
     }
 
     fn turn(
         &mut self,
         slot: &mut Slot,
-        registry: &Registry,
+        poller: &mut Poller<'_>,
         now: Instant,
         shutting_down: bool,
     ) -> Outcome {
@@ -187,18 +187,18 @@ impl Session {
         }
         if slot.is_none() {
             if self.connecting.is_none() {
-                return self.maybe_connect(slot, registry, now);
+                return self.maybe_connect(slot, poller, now);
             }
             match self.connecting.as_mut().map(|s| s.connect_result()) {
                 Some(Ok(true)) => self.on_connected(slot, now),
                 Some(Ok(false)) => return Outcome::Keep { wake_at: None },
-                Some(Err(e)) => return self.on_end(slot, registry, End::Io(e), now),
+                Some(Err(e)) => return self.on_end(slot, poller, End::Io(e), now),
                 None => unreachable!("checked above"),
             }
         }
         let Some(engine) = slot.as_mut() else {
             // The protocol would not start (a configuration it refuses).
-            return self.on_end(slot, registry, End::Eof, now);
+            return self.on_end(slot, poller, End::Eof, now);
         };
         let reads = Reads {
             max: READ_BUDGET,
@@ -208,20 +208,20 @@ impl Session {
             let inbound = self.pipe.as_ref().map(|p| &*p.tx);
             match engine.read(inbound, reads, now).0 {
                 Input::Handshake => self.on_handshake(engine.as_mut()),
-                Input::Ended(end) => return self.on_end(slot, registry, end, now),
+                Input::Ended(end) => return self.on_end(slot, poller, end, now),
                 Input::More => break false,
                 Input::Idle | Input::Full => break true,
             }
         };
         if let Err(e) = self.write(engine.as_mut()) {
-            return self.on_end(slot, registry, End::Io(e), now);
+            return self.on_end(slot, poller, End::Io(e), now);
         }
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             if let Err(e) = engine.handle_timeout(now) {
-                return self.on_end(slot, registry, End::Protocol(e), now);
+                return self.on_end(slot, poller, End::Protocol(e), now);
             }
             if let Err(e) = self.write(engine.as_mut()) {
-                return self.on_end(slot, registry, End::Io(e), now);
+                return self.on_end(slot, poller, End::Io(e), now);
             }
         }
         if let Some(outcome) = self.check_linger(slot, now, shutting_down) {
@@ -253,7 +253,7 @@ impl Session {
         None
     }
 
-    fn maybe_connect(&mut self, slot: &mut Slot, registry: &Registry, now: Instant) -> Outcome {
+    fn maybe_connect(&mut self, slot: &mut Slot, poller: &mut Poller<'_>, now: Instant) -> Outcome {
         let Origin::Connect {
             target, retry_at, ..
         } = &mut self.origin
@@ -268,9 +268,9 @@ impl Session {
         *retry_at = None;
         match target.transport.connect(&target.address, &self.opts) {
             Ok(mut stream) => {
-                if let Err(e) = stream.register(registry, Token(self.token)) {
+                if let Err(e) = stream.register(poller, Token(self.token)) {
                     tracing::error!("cannot register connection: {e}");
-                    return self.on_end(slot, registry, End::Io(e), now);
+                    return self.on_end(slot, poller, End::Io(e), now);
                 }
                 self.connecting = Some(stream);
                 self.socket.monitor.emit(
@@ -282,7 +282,7 @@ impl Session {
                 // connect is done (or at once, where it already is).
                 Outcome::Keep { wake_at: None }
             }
-            Err(e) => self.on_end(slot, registry, End::Io(e), now),
+            Err(e) => self.on_end(slot, poller, End::Io(e), now),
         }
     }
 
@@ -341,10 +341,16 @@ impl Session {
 
     /// The connection (or the attempt) ended: report, clean up, and
     /// reconnect or finish.
-    fn on_end(&mut self, slot: &mut Slot, registry: &Registry, end: End, now: Instant) -> Outcome {
+    fn on_end(
+        &mut self,
+        slot: &mut Slot,
+        poller: &mut Poller<'_>,
+        end: End,
+        now: Instant,
+    ) -> Outcome {
         let fatal = is_fatal(&end);
         self.report_end(slot, end);
-        self.drop_connection(slot, registry);
+        self.drop_connection(slot, poller);
         if self.pipe_per_connection {
             if let Some(p) = self.pipe.take() {
                 p.close();
@@ -396,15 +402,15 @@ impl Session {
 
     /// Takes the connection (or the attempt) out of the poller and drops
     /// it, with the monitor event libzmq gives.
-    fn drop_connection(&mut self, slot: &mut Slot, registry: &Registry) {
+    fn drop_connection(&mut self, slot: &mut Slot, poller: &mut Poller<'_>) {
         if let Some(mut engine) = slot.take() {
-            engine.deregister(registry);
+            engine.deregister(poller);
             self.socket
                 .monitor
                 .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
         }
         if let Some(mut stream) = self.connecting.take() {
-            stream.deregister(registry);
+            stream.deregister(poller);
             // A connect that failed: libzmq reports its socket closed.
             self.socket
                 .monitor
@@ -441,17 +447,17 @@ impl Session {
     }
 
     /// Closes everything (removal from the loop).
-    pub(super) fn close(&mut self, registry: &Registry) {
+    pub(super) fn close(&mut self, poller: &mut Poller<'_>) {
         let link = self.link.clone();
         let mut slot = link.lock();
         if let Some(mut engine) = slot.take() {
-            engine.deregister(registry);
+            engine.deregister(poller);
             self.socket
                 .monitor
                 .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
         }
         if let Some(mut stream) = self.connecting.take() {
-            stream.deregister(registry);
+            stream.deregister(poller);
         }
         if let Some(p) = self.pipe.take() {
             p.close();

@@ -554,3 +554,41 @@ fn both_speculative_paths_race_the_io_thread_in_every_schedule() {
         assert_eq!(replies, want, "schedule {schedule:#b}");
     }
 }
+
+/// All connections of a `mem://` name share one readiness source: one
+/// descriptor in the poller, fanned out by the loop to every session it
+/// has work for (the shape of a fabric's completion queue).
+#[test]
+fn one_shared_source_fans_out_to_many_sessions() {
+    let mut p = Pair::new();
+    let pull = p.socket(crate::PULL);
+    pull.bind("mem://fan").unwrap();
+    let pushes: Vec<Socket> = (0..5)
+        .map(|_| {
+            let s = p.socket(crate::PUSH);
+            s.connect("mem://fan").unwrap();
+            s
+        })
+        .collect();
+    p.settle();
+    // Five connections, both ends registered: ten sessions, one source.
+    assert_eq!(p.sessions(), 10);
+    assert_eq!(p.event_loop.shared_sources.len(), 1);
+    for (i, s) in pushes.iter().enumerate() {
+        s.send(format!("from {i}").as_str(), DONTWAIT).unwrap();
+    }
+    p.settle();
+    let mut got = recv_all(&pull);
+    got.sort();
+    let want: Vec<Vec<u8>> = (0..5).map(|i| format!("from {i}").into_bytes()).collect();
+    assert_eq!(got, want);
+    drop(pushes);
+    drop(pull);
+    p.advance(Duration::from_millis(10));
+    assert_eq!(p.sessions(), 0);
+    assert_eq!(
+        p.event_loop.shared_sources.len(),
+        0,
+        "the source leaves the poller with its last connection"
+    );
+}

@@ -3,12 +3,14 @@
 //! behind the same trait as tcp and ipc, registered with one line in
 //! [`super::lookup`], and it proves that line is all a transport needs.
 //!
-//! Bytes move through two bounded in-memory queues per connection. Each
-//! end has an eventfd that the poller watches (the way a fabric's
-//! completion queue is watched through its wait descriptor); it is written
-//! whenever something changes for that end (bytes arrived, room was made,
-//! the peer closed), so the edge-triggered poller reports the end ready
-//! and the engine reads or writes until it would block.
+//! Bytes move through two bounded in-memory queues per connection. All
+//! connections of one bound name share one readiness source, a
+//! [`Demux`] with one eventfd (the way every peer of a fabric endpoint
+//! shares its completion queue's wait descriptor): whenever something
+//! changes for a registered end (bytes arrived, room was made, the peer
+//! closed) its session's token joins the source's ready list and the
+//! eventfd is written, so the edge-triggered poller reports the source and
+//! the I/O thread runs each session on the list.
 //!
 //! The tests shape the wire per name ([`Wire`]): how many bytes one write
 //! may move (partial writes), how many bytes a direction holds (slow
@@ -18,7 +20,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::BytesMut;
@@ -26,7 +28,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::event::{eventfd, EventfdFlags};
 
-use super::{Listener, Role, Stream, Transport};
+use super::{Demux, Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -62,12 +64,52 @@ struct Lane {
     reset: bool,
 }
 
-/// Both directions and both ends' readiness descriptors.
+/// The readiness source of one bound name: which registered ends have
+/// work, and the eventfd the poller watches.
+#[derive(Debug)]
+struct Readiness {
+    ready: Mutex<Vec<Token>>,
+    fd: OwnedFd,
+}
+
+impl Readiness {
+    fn new() -> io::Result<Arc<Readiness>> {
+        Ok(Arc::new(Readiness {
+            ready: Mutex::new(Vec::new()),
+            fd: eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)?,
+        }))
+    }
+
+    fn mark(&self, token: Token) {
+        self.ready
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(token);
+        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
+    }
+}
+
+impl Demux for Readiness {
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn take_ready(&self, out: &mut Vec<Token>) {
+        let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        out.append(&mut ready);
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
+/// Both directions, and which session (if any) each end is registered
+/// for.
 #[derive(Debug)]
 struct Duplex {
     lanes: Mutex<[Lane; 2]>,
-    /// `notify[i]` is end `i`'s readiness descriptor.
-    notify: [OwnedFd; 2],
+    /// The session token each end is registered under, if it is.
+    tokens: Mutex<[Option<Token>; 2]>,
+    readiness: Arc<Readiness>,
     wire: Wire,
 }
 
@@ -78,7 +120,10 @@ impl Duplex {
 
     /// Tells end `side` that something changed for it.
     fn notify(&self, side: usize) {
-        let _ = rustix::io::write(&self.notify[side], &1u64.to_ne_bytes());
+        let token = self.tokens.lock().unwrap_or_else(|p| p.into_inner())[side];
+        if let Some(t) = token {
+            self.readiness.mark(t);
+        }
     }
 }
 
@@ -91,21 +136,18 @@ pub(crate) struct MemStream {
 }
 
 impl MemStream {
-    fn pair(wire: Wire) -> io::Result<(MemStream, MemStream)> {
-        let fd = || eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC);
+    fn pair(wire: Wire, readiness: Arc<Readiness>) -> (MemStream, MemStream) {
         let duplex = Arc::new(Duplex {
             lanes: Mutex::new(Default::default()),
-            notify: [fd()?, fd()?],
+            tokens: Mutex::new([None, None]),
+            readiness,
             wire,
         });
-        // Readable from the start, so the first registration reports it.
-        duplex.notify(0);
-        duplex.notify(1);
         let a = MemStream {
             duplex: duplex.clone(),
             side: 0,
         };
-        Ok((a, MemStream { duplex, side: 1 }))
+        (a, MemStream { duplex, side: 1 })
     }
 
     /// Reads what has arrived (at most `max` bytes), `Ok(0)` at end of
@@ -208,21 +250,23 @@ impl Stream for MemStream {
     }
 
     fn monitor_value(&self) -> u32 {
-        self.duplex.notify[self.side].as_raw_fd() as u32
+        // No descriptor of its own: the end's place in its connection.
+        self.side as u32
     }
 
-    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        let fd = self.duplex.notify[self.side].as_fd().as_raw_fd();
-        registry.register(
-            &mut SourceFd(&fd),
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        )
+    fn register(&mut self, poller: &mut Poller<'_>, token: Token) -> io::Result<()> {
+        let demux: Arc<dyn Demux> = self.duplex.readiness.clone();
+        poller.join(&demux)?;
+        self.duplex.tokens.lock().unwrap_or_else(|p| p.into_inner())[self.side] = Some(token);
+        // Ready from the start, as a new socket is writable.
+        self.duplex.notify(self.side);
+        Ok(())
     }
 
-    fn deregister(&mut self, registry: &Registry) {
-        let fd = self.duplex.notify[self.side].as_fd().as_raw_fd();
-        let _ = registry.deregister(&mut SourceFd(&fd));
+    fn deregister(&mut self, poller: &mut Poller<'_>) {
+        self.duplex.tokens.lock().unwrap_or_else(|p| p.into_inner())[self.side] = None;
+        let demux: Arc<dyn Demux> = self.duplex.readiness.clone();
+        poller.leave(&demux);
     }
 }
 
@@ -234,6 +278,8 @@ struct Bound {
     /// Made readable when a connection is pending.
     notify: OwnedFd,
     wire: Wire,
+    /// The readiness source every connection to this name shares.
+    readiness: Arc<Readiness>,
     /// Both ends of every connection made to this name, for [`cut`].
     live: Mutex<Vec<std::sync::Weak<Duplex>>>,
 }
@@ -266,7 +312,7 @@ pub(crate) fn dial(name: &str) -> io::Result<MemStream> {
         .get(name)
         .cloned()
         .ok_or(io::ErrorKind::ConnectionRefused)?;
-    let (ours, theirs) = MemStream::pair(bound.wire)?;
+    let (ours, theirs) = MemStream::pair(bound.wire, bound.readiness.clone());
     bound
         .live
         .lock()
@@ -367,10 +413,12 @@ impl Transport for Mem {
         let notify = eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)
             .map_err(|e| fail(Error::EMFILE, e.to_string()))?;
         let wire = names.wires.get(address).copied().unwrap_or_default();
+        let readiness = Readiness::new().map_err(|e| fail(Error::EMFILE, e.to_string()))?;
         let bound = Arc::new(Bound {
             pending: Mutex::new(VecDeque::new()),
             notify,
             wire,
+            readiness,
             live: Mutex::new(Vec::new()),
         });
         names.bound.insert(address.to_string(), bound.clone());

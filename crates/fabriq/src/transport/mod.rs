@@ -22,12 +22,15 @@ pub(crate) mod ipc;
 pub(crate) mod mem;
 pub(crate) mod tcp;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, IoSlice};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use mio::{Registry, Token};
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
 
 use crate::error::Result;
 use crate::options::Options;
@@ -101,11 +104,12 @@ pub(crate) trait Stream: Send + fmt::Debug {
     /// Applies the socket options the transport understands.
     fn tune(&self, _opts: &Options) {}
 
-    /// Registers for read and write readiness under `token`.
-    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()>;
+    /// Registers for read and write readiness under `token`: its own
+    /// descriptor with the poller, or with a shared source.
+    fn register(&mut self, poller: &mut Poller<'_>, token: Token) -> io::Result<()>;
 
     /// Undoes [`Stream::register`].
-    fn deregister(&mut self, registry: &Registry);
+    fn deregister(&mut self, poller: &mut Poller<'_>);
 }
 
 /// A bound endpoint accepting connections.
@@ -139,4 +143,105 @@ pub(crate) fn read_fd(fd: BorrowedFd<'_>, buf: &mut BytesMut, max: usize) -> io:
     // capacity`, so the new length covers initialized bytes only.
     unsafe { buf.set_len(len + n) };
     Ok(n)
+}
+
+/// A readiness source that serves many connections: one descriptor the
+/// poller watches and the connections it has work for, so one event fans
+/// out to many sessions (quinn-proto's `Endpoint::handle` is the shape). A
+/// fabric's completion queue is one: one wait descriptor, many peers. The
+/// in-memory transport has one per bound name.
+///
+/// Until the fabric transport lands, only the in-memory test transport
+/// uses it, so a build without tests sees it unused.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) trait Demux: Send + Sync {
+    /// The descriptor the poller watches. The poller is edge-triggered:
+    /// the source must make it ready anew (write an eventfd) each time a
+    /// connection gets work.
+    fn fd(&self) -> RawFd;
+
+    /// Moves the tokens of the connections that have work into `out`.
+    fn take_ready(&self, out: &mut Vec<Token>);
+}
+
+/// What transports register with: the I/O thread's poller for their own
+/// descriptors, and its table of shared sources ([`Demux`]).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Poller<'a> {
+    pub registry: &'a Registry,
+    pub shared: &'a mut SharedSources,
+}
+
+/// The shared sources the poller watches, with how many connections use
+/// each.
+#[derive(Default)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct SharedSources {
+    by_token: HashMap<Token, (Arc<dyn Demux>, usize)>,
+    next: usize,
+}
+
+/// Shared sources get tokens from the top of the range, far from the
+/// I/O thread's own, which count up from 1.
+#[cfg_attr(not(test), allow(dead_code))]
+const FIRST_SHARED_TOKEN: usize = usize::MAX / 2;
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl SharedSources {
+    /// If `token` is a shared source's, moves its ready connections into
+    /// `out` and returns true.
+    pub(crate) fn take_ready(&self, token: Token, out: &mut Vec<Token>) -> bool {
+        match self.by_token.get(&token) {
+            Some((demux, _)) => {
+                demux.take_ready(out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many shared sources the poller watches.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.by_token.len()
+    }
+
+    fn token_of(&self, demux: &Arc<dyn Demux>) -> Option<Token> {
+        self.by_token
+            .iter()
+            .find(|(_, (d, _))| Arc::ptr_eq(d, demux))
+            .map(|(t, _)| *t)
+    }
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl Poller<'_> {
+    /// Adds a connection to `demux`, which the poller starts watching
+    /// with its first connection.
+    pub(crate) fn join(&mut self, demux: &Arc<dyn Demux>) -> io::Result<()> {
+        if let Some(t) = self.shared.token_of(demux) {
+            self.shared.by_token.get_mut(&t).expect("found").1 += 1;
+            return Ok(());
+        }
+        let token = Token(FIRST_SHARED_TOKEN + self.shared.next);
+        self.shared.next += 1;
+        self.registry
+            .register(&mut SourceFd(&demux.fd()), token, Interest::READABLE)?;
+        self.shared.by_token.insert(token, (demux.clone(), 1));
+        Ok(())
+    }
+
+    /// Takes a connection out of `demux`; the poller stops watching it
+    /// with its last connection.
+    pub(crate) fn leave(&mut self, demux: &Arc<dyn Demux>) {
+        let Some(t) = self.shared.token_of(demux) else {
+            return;
+        };
+        let entry = self.shared.by_token.get_mut(&t).expect("found");
+        entry.1 -= 1;
+        if entry.1 == 0 {
+            let _ = self.registry.deregister(&mut SourceFd(&demux.fd()));
+            self.shared.by_token.remove(&t);
+        }
+    }
 }

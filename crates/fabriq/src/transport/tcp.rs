@@ -12,7 +12,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
-use super::{Listener, Role, Stream, Transport};
+use super::{Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -283,17 +283,13 @@ impl Stream for mio::net::TcpStream {
         tune(self, opts);
     }
 
-    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        Source::register(
-            self,
-            registry,
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        )
+    fn register(&mut self, poller: &mut Poller<'_>, token: Token) -> io::Result<()> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        Source::register(self, poller.registry, token, interest)
     }
 
-    fn deregister(&mut self, registry: &Registry) {
-        let _ = Source::deregister(self, registry);
+    fn deregister(&mut self, poller: &mut Poller<'_>) {
+        let _ = Source::deregister(self, poller.registry);
     }
 }
 
