@@ -476,3 +476,23 @@ sys.stdin.read()
     monitor.kill();
     peer.kill();
 }
+
+/// The lost-delivery scenario of issue 10 against the real binary: hostile
+/// connections of every class, then a pyzmq PUSH whose 10 messages must all
+/// be printed, with one busy process per CPU. A bounded run; the long one
+/// is `scripts/stress-cli` (500 rounds).
+#[test]
+fn pull_prints_a_pyzmq_push_after_hostile_connections_under_load() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/hostile_cli.py");
+    let out = std::process::Command::new(common::python())
+        .args([script, env!("CARGO_BIN_EXE_fabriq"), "8", "--load"])
+        .output()
+        .expect("run the hostile-peer script");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("8 passed, 0 failed"), "{stdout}");
+}
