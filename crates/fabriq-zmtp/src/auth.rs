@@ -48,9 +48,19 @@ impl std::fmt::Debug for AuthRequest {
                 .credentials
                 .iter()
                 .enumerate()
-                .map(|(i, c)| if i == 0 { c as &dyn std::fmt::Debug } else { &"<password>" })
+                .map(|(i, c)| {
+                    if i == 0 {
+                        c as &dyn std::fmt::Debug
+                    } else {
+                        &"<password>"
+                    }
+                })
                 .collect(),
-            _ => self.credentials.iter().map(|c| c as &dyn std::fmt::Debug).collect(),
+            _ => self
+                .credentials
+                .iter()
+                .map(|c| c as &dyn std::fmt::Debug)
+                .collect(),
         };
         f.debug_struct("AuthRequest")
             .field("mechanism", &self.mechanism)

@@ -53,7 +53,7 @@ use crate::command::Command;
 use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
 use crate::error::{ProtocolError, UsageError};
 use crate::frame::{Frame, FrameDecoder};
-use crate::greeting::{Greeting, GreetingDecoder, MechanismName, Version, OUR_VERSION};
+use crate::greeting::{Greeting, GreetingDecoder, Version, OUR_VERSION};
 use crate::mechanism::{
     CurveClient, CurveServer, Mechanism, MechanismConfig, NullMechanism, PlainClient, PlainServer,
 };
@@ -685,12 +685,11 @@ impl Connection {
                 theirs: peer.mechanism,
             });
         }
-        if ours != MechanismName::Null && peer.as_server == self.config.mechanism.as_server() {
-            return Err(ProtocolError::RoleMismatch {
-                mechanism: ours,
-                peer_as_server: peer.as_server,
-            });
-        }
+        // The peer's as-server flag is not checked: libzmq 4.3 always
+        // sends 0 there (zmtp_engine.cpp zeroes the 32 bytes after the
+        // mechanism name) and picks its role from its own options. Two
+        // clients or two servers fail later (unexpected HELLO, or the
+        // handshake timer).
         self.version = Some(OUR_VERSION.negotiate(peer.version));
         self.state = State::Handshake;
         self.mechanism.start(&mut self.replies);

@@ -117,15 +117,6 @@ pub enum ProtocolError {
     /// the TTL the peer announced.
     #[error("peer went silent: heartbeat {0}")]
     HeartbeatExpired(&'static str),
-    /// PLAIN and CURVE need one client and one server: the peer's
-    /// as-server flag is the same as ours.
-    #[error("{mechanism} needs one client and one server, but both sides are {}", if *.peer_as_server { "servers" } else { "clients" })]
-    RoleMismatch {
-        /// The mechanism in use.
-        mechanism: MechanismName,
-        /// The peer's as-server flag (equal to ours).
-        peer_as_server: bool,
-    },
     /// We refused the peer: the owner answered our authentication request
     /// with a failure (ZAP status 300, 400 or 500). The socket layer
     /// reports `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH` with `status`.

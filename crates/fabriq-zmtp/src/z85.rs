@@ -120,7 +120,10 @@ mod tests {
             decode("é1234"),
             Err(Z85Error::BadTextLength(_)) | Err(Z85Error::BadCharacter { .. })
         ));
-        assert_eq!(decode_array::<32>("HelloWorld"), Err(Z85Error::BadTextLength(10)));
+        assert_eq!(
+            decode_array::<32>("HelloWorld"),
+            Err(Z85Error::BadTextLength(10))
+        );
     }
 
     #[test]

@@ -52,10 +52,7 @@ pub(crate) fn handshake_failure(e: &ProtocolError) -> (Event, u32) {
             return (Event::HandshakeFailedAuth, u32::from(*status));
         }
         NoAuthenticator(_) => return (Event::HandshakeFailedNoDetail, libc::EFAULT as u32),
-        UnknownMechanism(_)
-        | MechanismMismatch { .. }
-        | MechanismNotSupported(_)
-        | RoleMismatch { .. } => 0x1100_0002,
+        UnknownMechanism(_) | MechanismMismatch { .. } | MechanismNotSupported(_) => 0x1100_0002,
         Cryptographic(_) => 0x1100_0001,
         BadNonce { .. } => 0x1000_0002,
         NonceExhausted => 0x1000_0000,

@@ -128,7 +128,9 @@ fn open_box(
     boxed: &[u8],
     what: &'static str,
 ) -> Result<Zeroizing<Vec<u8>>, ProtocolError> {
-    b.decrypt(nonce, boxed).map(Zeroizing::new).map_err(|_| crypto(what))
+    b.decrypt(nonce, boxed)
+        .map(Zeroizing::new)
+        .map_err(|_| crypto(what))
 }
 
 fn read_u64(bytes: &[u8]) -> u64 {
@@ -195,7 +197,7 @@ impl Channel {
         out.extend_from_slice(MESSAGE);
         out.extend_from_slice(&n.to_be_bytes());
         out.extend_from_slice(&[0u8; MAC]);
-        out.push(u8::from(frame.more) * MORE | u8::from(frame.command) * COMMAND);
+        out.push((u8::from(frame.more) * MORE) | (u8::from(frame.command) * COMMAND));
         out.extend_from_slice(&frame.data);
         let tag = self
             .shared
@@ -555,7 +557,10 @@ impl CurveServer {
     /// Checks INITIATE; returns the client's long-term key and metadata.
     fn on_initiate(&mut self, body: &[u8]) -> Result<(PublicKey, Properties), ProtocolError> {
         if body.len() < INITIATE_MIN {
-            return Err(malformed("INITIATE", "shorter than cookie, nonce and vouch"));
+            return Err(malformed(
+                "INITIATE",
+                "shorter than cookie, nonce and vouch",
+            ));
         }
         let client_cn = self.client_cn.clone().expect("HELLO seen");
         let cookie = XSalsa20Poly1305::new(GenericArray::from_slice(&*self.cookie_key))
@@ -666,7 +671,10 @@ impl Mechanism for CurveServer {
         self.auth_request.take()
     }
 
-    fn auth_allowed(&mut self, out: &mut Vec<Command>) -> Result<Option<Properties>, ProtocolError> {
+    fn auth_allowed(
+        &mut self,
+        out: &mut Vec<Command>,
+    ) -> Result<Option<Properties>, ProtocolError> {
         if self.state != ServerState::WaitAuth {
             return Ok(None);
         }

@@ -178,7 +178,10 @@ pub trait Mechanism: fmt::Debug + Send {
     /// status 200). Returns the peer's metadata if that completes the
     /// handshake. (A refusal never reaches the mechanism: the connection
     /// sends the ERROR and fails.)
-    fn auth_allowed(&mut self, _out: &mut Vec<Command>) -> Result<Option<Properties>, ProtocolError> {
+    fn auth_allowed(
+        &mut self,
+        _out: &mut Vec<Command>,
+    ) -> Result<Option<Properties>, ProtocolError> {
         Ok(None)
     }
 

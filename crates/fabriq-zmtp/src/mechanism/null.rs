@@ -73,7 +73,10 @@ impl Mechanism for NullMechanism {
         self.auth_request.take()
     }
 
-    fn auth_allowed(&mut self, out: &mut Vec<Command>) -> Result<Option<Properties>, ProtocolError> {
+    fn auth_allowed(
+        &mut self,
+        out: &mut Vec<Command>,
+    ) -> Result<Option<Properties>, ProtocolError> {
         if !self.sent_ready {
             self.sent_ready = true;
             out.push(Command::Ready(self.ours.clone()));

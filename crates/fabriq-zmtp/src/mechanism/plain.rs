@@ -211,7 +211,10 @@ impl Mechanism for PlainServer {
         self.auth_request.take()
     }
 
-    fn auth_allowed(&mut self, out: &mut Vec<Command>) -> Result<Option<Properties>, ProtocolError> {
+    fn auth_allowed(
+        &mut self,
+        out: &mut Vec<Command>,
+    ) -> Result<Option<Properties>, ProtocolError> {
         if self.state == ServerState::WaitAuth {
             out.push(other(WELCOME, Bytes::new()));
             self.state = ServerState::ExpectInitiate;
