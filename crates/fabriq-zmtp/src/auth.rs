@@ -18,7 +18,7 @@
 //!
 //! Replies: 200 lets the peer in; 400 and 500 refuse it with an ERROR whose
 //! reason is the three-digit status code (libzmq sends exactly that, and a
-//! libzmq peer turns it into `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH`); 300 (a
+//! libzmq CURVE client turns it into `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH`); 300 (a
 //! temporary failure) closes without an ERROR, as RFC 27 and libzmq do.
 //! The connection then fails with
 //! [`ProtocolError::AuthFailed`](crate::ProtocolError::AuthFailed).
