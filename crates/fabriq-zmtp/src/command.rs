@@ -69,24 +69,7 @@ impl Command {
     /// Parses a command frame body. Slices of `frame` are kept, not
     /// copied.
     pub fn decode(frame: &Bytes) -> Result<Command, ProtocolError> {
-        let name_len = usize::from(*frame.first().ok_or(ProtocolError::MalformedCommand {
-            command: "(unnamed)".into(),
-            reason: "empty command frame",
-        })?);
-        if name_len == 0 {
-            return Err(ProtocolError::MalformedCommand {
-                command: "(unnamed)".into(),
-                reason: "empty command name",
-            });
-        }
-        if frame.len() - 1 < name_len {
-            return Err(ProtocolError::MalformedCommand {
-                command: "(unnamed)".into(),
-                reason: "name length runs past the end of the frame",
-            });
-        }
-        let name = frame.slice(1..1 + name_len);
-        let body = frame.slice(1 + name_len..);
+        let (name, body) = split(frame)?;
         let malformed = |reason| ProtocolError::MalformedCommand {
             command: String::from_utf8_lossy(&name).into_owned(),
             reason,
@@ -119,6 +102,18 @@ impl Command {
             },
             _ => Command::Other { name, body },
         })
+    }
+
+    /// Splits a command frame into name and body without reading the body,
+    /// except ERROR, which is decoded as by [`Command::decode`]: what a
+    /// mechanism whose handshake commands are not properties (CURVE's
+    /// READY holds a box) receives.
+    pub fn decode_raw(frame: &Bytes) -> Result<Command, ProtocolError> {
+        let (name, body) = split(frame)?;
+        if &name[..] == b"ERROR" {
+            return Command::decode(frame);
+        }
+        Ok(Command::Other { name, body })
     }
 
     /// Length of the body [`Command::encode`] writes (name included).
@@ -159,6 +154,27 @@ impl Command {
             Command::Other { body, .. } => dst.put_slice(body),
         }
     }
+}
+
+/// A command frame's name and body (slices of `frame`).
+fn split(frame: &Bytes) -> Result<(Bytes, Bytes), ProtocolError> {
+    let name_len = usize::from(*frame.first().ok_or(ProtocolError::MalformedCommand {
+        command: "(unnamed)".into(),
+        reason: "empty command frame",
+    })?);
+    if name_len == 0 {
+        return Err(ProtocolError::MalformedCommand {
+            command: "(unnamed)".into(),
+            reason: "empty command name",
+        });
+    }
+    if frame.len() - 1 < name_len {
+        return Err(ProtocolError::MalformedCommand {
+            command: "(unnamed)".into(),
+            reason: "name length runs past the end of the frame",
+        });
+    }
+    Ok((frame.slice(1..1 + name_len), frame.slice(1 + name_len..)))
 }
 
 fn truncate_utf8(s: &str, max: usize) -> &str {

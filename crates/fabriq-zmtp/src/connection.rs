@@ -48,12 +48,15 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
+use crate::auth::{AuthReply, AuthRequest};
 use crate::command::Command;
 use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
 use crate::error::{ProtocolError, UsageError};
 use crate::frame::{Frame, FrameDecoder};
-use crate::greeting::{Greeting, GreetingDecoder, MechanismName, Version, OUR_VERSION};
-use crate::mechanism::{Mechanism, NullMechanism};
+use crate::greeting::{Greeting, GreetingDecoder, Version, OUR_VERSION};
+use crate::mechanism::{
+    CurveClient, CurveServer, Mechanism, MechanismConfig, NullMechanism, PlainClient, PlainServer,
+};
 use crate::properties::{Properties, IDENTITY, SOCKET_TYPE};
 use crate::socket_type::SocketType;
 
@@ -80,10 +83,19 @@ pub struct Config {
     /// Our routing id, announced by REQ, DEALER and ROUTER (at most 255
     /// bytes, not starting with a zero byte).
     pub identity: Bytes,
-    /// Security mechanism. Only NULL is implemented in this release.
-    pub mechanism: MechanismName,
-    /// The as-server flag of the greeting (PLAIN/CURVE role).
-    pub as_server: bool,
+    /// Security mechanism, role and credentials. The greeting's mechanism
+    /// name and as-server flag follow from it.
+    pub mechanism: MechanismConfig,
+    /// Whether to ask the owner to authenticate the peer
+    /// ([`Event::AuthRequest`], answered with
+    /// [`Connection::auth_reply`]): the PLAIN and CURVE server sides, and
+    /// NULL (either side), as libzmq asks its ZAP handler. Set it when a
+    /// ZAP handler runs (and, for NULL, a ZAP domain is set). Without it a
+    /// CURVE server lets in every client that knows its key and NULL
+    /// everyone, while a PLAIN server refuses everyone
+    /// ([`ProtocolError::NoAuthenticator`]), all as libzmq 4.3 does with no
+    /// ZAP handler. Ignored by PLAIN and CURVE clients.
+    pub authenticate: bool,
     /// Application metadata sent in READY; names must start with `X-`.
     pub metadata: Properties,
     /// Largest data frame accepted (`ZMQ_MAXMSGSIZE`, which libzmq applies
@@ -112,8 +124,8 @@ impl Config {
         Config {
             socket_type,
             identity: Bytes::new(),
-            mechanism: MechanismName::Null,
-            as_server: false,
+            mechanism: MechanismConfig::Null,
+            authenticate: false,
             metadata: Properties::new(),
             max_msg_size: None,
             handshake_ivl: Some(Duration::from_secs(30)),
@@ -163,6 +175,12 @@ pub struct PeerInfo {
     pub identity: Bytes,
     /// All metadata the peer sent, `X-` properties included.
     pub properties: Properties,
+    /// The user id our authentication reply assigned (libzmq's `User-Id`
+    /// message property); empty without one.
+    pub user_id: Bytes,
+    /// Metadata our authentication reply attached to the peer (libzmq
+    /// merges ZAP reply metadata into the message properties).
+    pub auth_metadata: Properties,
 }
 
 /// What the connection has for the socket pattern.
@@ -177,6 +195,21 @@ pub enum Event {
     Subscribe(Bytes),
     /// The peer cancelled one subscription (publishers only).
     Cancel(Bytes),
+    /// The handshake is paused until [`Connection::auth_reply`] says
+    /// whether the peer may in (only with [`Config::authenticate`]; see
+    /// [`crate::auth`]). The handshake deadline still applies.
+    AuthRequest(AuthRequest),
+}
+
+/// Where the authentication hook stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Auth {
+    /// No request outstanding.
+    Idle,
+    /// [`Event::AuthRequest`] returned; no reply yet.
+    Waiting,
+    /// A reply is in, for the next `poll_event` to act on.
+    Replied(AuthReply),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +247,9 @@ enum State {
 ///
 /// **Mutators: what the socket wants sent.** [`send`](Self::send),
 /// [`subscribe`](Self::subscribe), [`cancel`](Self::cancel). They queue
-/// output and nothing else.
+/// output and nothing else. [`auth_reply`](Self::auth_reply) answers an
+/// [`Event::AuthRequest`]; it only stores the answer, which the next
+/// `poll_event` acts on.
 ///
 /// **`poll_*`: output, events, bytes and deadlines.**
 /// * [`poll_event`](Self::poll_event): decodes buffered input, one event
@@ -267,6 +302,9 @@ pub struct Connection {
     version: Option<Version>,
     peer: Option<PeerInfo>,
     replies: Vec<Command>,
+    auth: Auth,
+    /// The accepted authentication reply, for [`PeerInfo`].
+    accepted: Option<AuthReply>,
     handshake_deadline: Option<Instant>,
     last_rx: Instant,
     next_ping: Option<Instant>,
@@ -280,9 +318,32 @@ impl Connection {
     /// waiting for the peer's greeting (libzmq waits for ours).
     pub fn new(config: Config, now: Instant) -> Result<Connection, UsageError> {
         let ours = config.ready_properties()?;
-        let mechanism: Box<dyn Mechanism> = match config.mechanism {
-            MechanismName::Null => Box::new(NullMechanism::new(ours)),
-            other => return Err(UsageError::MechanismNotSupported(other)),
+        let mechanism: Box<dyn Mechanism> = match &config.mechanism {
+            MechanismConfig::Null if config.authenticate => {
+                Box::new(NullMechanism::with_auth(ours))
+            }
+            MechanismConfig::Null => Box::new(NullMechanism::new(ours)),
+            MechanismConfig::PlainClient { username, password } => {
+                if username.len() > 255 {
+                    return Err(UsageError::InvalidCredentials(
+                        "PLAIN user name longer than 255 bytes",
+                    ));
+                }
+                if password.len() > 255 {
+                    return Err(UsageError::InvalidCredentials(
+                        "PLAIN password longer than 255 bytes",
+                    ));
+                }
+                Box::new(PlainClient::new(ours, username.clone(), password.clone()))
+            }
+            MechanismConfig::PlainServer => Box::new(PlainServer::new(ours, config.authenticate)),
+            MechanismConfig::CurveClient {
+                server_public,
+                keys,
+            } => Box::new(CurveClient::new(ours, server_public, keys)),
+            MechanismConfig::CurveServer { keys } => {
+                Box::new(CurveServer::new(ours, keys, config.authenticate))
+            }
         };
         Ok(Connection::with_mechanism(config, mechanism, now))
     }
@@ -294,8 +355,8 @@ impl Connection {
         tx.push_raw(
             &Greeting {
                 version: OUR_VERSION,
-                mechanism: config.mechanism,
-                as_server: config.as_server,
+                mechanism: config.mechanism.name(),
+                as_server: config.mechanism.as_server(),
             }
             .encode(),
         );
@@ -313,6 +374,8 @@ impl Connection {
             version: None,
             peer: None,
             replies: Vec::new(),
+            auth: Auth::Idle,
+            accepted: None,
             last_rx: now,
             next_ping: None,
             ping_unanswered_since: None,
@@ -482,6 +545,34 @@ impl Connection {
                     None => return Ok(None),
                 },
                 State::Handshake => {
+                    match mem::replace(&mut self.auth, Auth::Idle) {
+                        Auth::Idle => {}
+                        Auth::Waiting => {
+                            // Paused until the owner answers; input waits.
+                            self.auth = Auth::Waiting;
+                            return Ok(None);
+                        }
+                        Auth::Replied(reply) => {
+                            if reply.status_code != 200 {
+                                return Err(ProtocolError::AuthFailed {
+                                    status: reply.status_code,
+                                    reason: reply.status_text,
+                                });
+                            }
+                            self.accepted = Some(reply);
+                            let done = self.mechanism.auth_allowed(&mut self.replies)?;
+                            self.flush_replies();
+                            if let Some(props) = done {
+                                self.on_peer_ready(props)?;
+                                return Ok(Some(Event::HandshakeComplete));
+                            }
+                            continue;
+                        }
+                    }
+                    if let Some(request) = self.mechanism.take_auth_request() {
+                        self.auth = Auth::Waiting;
+                        return Ok(Some(Event::AuthRequest(request)));
+                    }
                     let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
@@ -491,7 +582,11 @@ impl Connection {
                     if frame.more {
                         return Err(ProtocolError::MultipartCommand);
                     }
-                    let cmd = Command::decode(&frame.data)?;
+                    let cmd = if self.mechanism.raw_commands() {
+                        Command::decode_raw(&frame.data)?
+                    } else {
+                        Command::decode(&frame.data)?
+                    };
                     let done = self.mechanism.on_command(cmd, &mut self.replies)?;
                     self.flush_replies();
                     if let Some(props) = done {
@@ -583,12 +678,18 @@ impl Connection {
     }
 
     fn on_greeting(&mut self, peer: Greeting) -> Result<(), ProtocolError> {
-        if peer.mechanism != self.config.mechanism {
+        let ours = self.config.mechanism.name();
+        if peer.mechanism != ours {
             return Err(ProtocolError::MechanismMismatch {
-                ours: self.config.mechanism,
+                ours,
                 theirs: peer.mechanism,
             });
         }
+        // The peer's as-server flag is not checked: libzmq 4.3 always
+        // sends 0 there (zmtp_engine.cpp zeroes the 32 bytes after the
+        // mechanism name) and picks its role from its own options. Two
+        // clients or two servers fail later (unexpected HELLO, or the
+        // handshake timer).
         self.version = Some(OUR_VERSION.negotiate(peer.version));
         self.state = State::Handshake;
         self.mechanism.start(&mut self.replies);
@@ -612,11 +713,18 @@ impl Connection {
             return Err(ProtocolError::IdentityTooLong(identity.len()));
         }
         let version = self.peer_version();
+        let (user_id, auth_metadata) = self
+            .accepted
+            .take()
+            .map(|r| (r.user_id, r.metadata))
+            .unwrap_or_default();
         self.peer = Some(PeerInfo {
             version,
             socket_type: theirs,
             identity,
             properties: props,
+            user_id,
+            auth_metadata,
         });
         self.state = State::Active;
         self.sealing = self.mechanism.transforms_frames();
@@ -683,10 +791,50 @@ impl Connection {
 
     fn fail(&mut self, error: ProtocolError) {
         // Tell the peer why its handshake was refused, as RFC 37 allows.
-        if self.state == State::Handshake && !matches!(error, ProtocolError::PeerError(_)) {
-            self.tx.push_command(&Command::Error(error.to_string()));
+        if self.state == State::Handshake {
+            let reason = match &error {
+                // The peer said why already.
+                ProtocolError::PeerError(_) | ProtocolError::PeerRefusedAuth { .. } => None,
+                // A temporary failure closes silently (RFC 27, libzmq).
+                ProtocolError::AuthFailed { status: 300, .. } => None,
+                // libzmq sends the bare status code, which libzmq clients
+                // turn into HANDSHAKE_FAILED_AUTH.
+                ProtocolError::AuthFailed { status, .. } => Some(status.to_string()),
+                other => Some(other.to_string()),
+            };
+            if let Some(reason) = reason {
+                self.tx.push_command(&Command::Error(reason));
+            }
         }
         self.state = State::Failed(error);
+    }
+
+    // ---- authentication --------------------------------------------------
+
+    /// Answers the [`Event::AuthRequest`] the connection is waiting on.
+    /// Then call [`Connection::poll_event`]: with status 200 the handshake
+    /// goes on (and may complete there); with 300, 400 or 500 it fails
+    /// with [`ProtocolError::AuthFailed`], after queueing an ERROR whose
+    /// reason is the status code (none for 300), as libzmq does.
+    ///
+    /// The reply's user id and metadata end up in [`PeerInfo`]. Fails
+    /// with [`UsageError::NoAuthPending`] when no request is waiting
+    /// (never asked, or answered already), [`UsageError::Closed`] when the
+    /// connection has failed (the handshake timer may have run out), and
+    /// [`UsageError::InvalidAuthStatus`] for a status code ZAP does not
+    /// define (the request then stays open).
+    pub fn auth_reply(&mut self, reply: AuthReply) -> Result<(), UsageError> {
+        if matches!(self.state, State::Failed(_)) {
+            return Err(UsageError::Closed);
+        }
+        if self.auth != Auth::Waiting {
+            return Err(UsageError::NoAuthPending);
+        }
+        if !reply.is_valid_status() {
+            return Err(UsageError::InvalidAuthStatus(reply.status_code));
+        }
+        self.auth = Auth::Replied(reply);
+        Ok(())
     }
 
     // ---- output ----------------------------------------------------------

@@ -117,6 +117,44 @@ pub enum ProtocolError {
     /// the TTL the peer announced.
     #[error("peer went silent: heartbeat {0}")]
     HeartbeatExpired(&'static str),
+    /// We refused the peer: the owner answered our authentication request
+    /// with a failure (ZAP status 300, 400 or 500). The socket layer
+    /// reports `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH` with `status`.
+    #[error("authentication failed ({status}): {reason}")]
+    AuthFailed {
+        /// The ZAP status code.
+        status: u16,
+        /// The status text of the reply.
+        reason: String,
+    },
+    /// The peer refused us: its ERROR carried a ZAP status code (300, 400,
+    /// 500), which is what a libzmq server sends when its ZAP handler says
+    /// no. The socket layer reports `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH`.
+    #[error("the peer refused our credentials (ZAP status {status})")]
+    PeerRefusedAuth {
+        /// The ZAP status code the peer sent.
+        status: u16,
+    },
+    /// A PLAIN server without an authenticator (libzmq: no ZAP handler)
+    /// refuses every client.
+    #[error("{0} server has no authenticator to check credentials with")]
+    NoAuthenticator(MechanismName),
+    /// A CURVE box did not open, or opened to the wrong contents: wrong
+    /// keys, a tampered frame, a forged cookie or vouch.
+    #[error("CURVE: {0}")]
+    Cryptographic(&'static str),
+    /// A CURVE short nonce that is not above the peer's previous one: a
+    /// replayed or reordered command or MESSAGE.
+    #[error("CURVE nonce {received} is not above the previous {last} (replayed or reordered)")]
+    BadNonce {
+        /// The nonce received.
+        received: u64,
+        /// The highest nonce seen before.
+        last: u64,
+    },
+    /// Our CURVE nonce counter has run out (2^64 - 1 boxes sent).
+    #[error("CURVE nonces exhausted")]
+    NonceExhausted,
 }
 
 /// Errors from the local side's use of a [`Connection`](crate::Connection)
@@ -145,7 +183,18 @@ pub enum UsageError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// The configured mechanism is not implemented yet.
+    /// The configured mechanism is not implemented.
     #[error("security mechanism {0} is not implemented")]
     MechanismNotSupported(MechanismName),
+    /// PLAIN user names and passwords are at most 255 bytes.
+    #[error("invalid credentials: {0}")]
+    InvalidCredentials(&'static str),
+    /// [`Connection::auth_reply`](crate::Connection::auth_reply) without
+    /// an [`Event::AuthRequest`](crate::Event::AuthRequest) waiting for it.
+    #[error("no authentication request is waiting for a reply")]
+    NoAuthPending,
+    /// An authentication reply with a status code ZAP does not define
+    /// (only 200, 300, 400 and 500 are).
+    #[error("invalid ZAP status code {0} (must be 200, 300, 400 or 500)")]
+    InvalidAuthStatus(u16),
 }

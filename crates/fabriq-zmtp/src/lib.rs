@@ -10,8 +10,9 @@
 //! * [`frame`]: frame headers and the zero-copy, bounded frame decoder;
 //! * [`command`]: READY, ERROR, SUBSCRIBE, CANCEL, PING, PONG;
 //! * [`properties`]: READY metadata;
-//! * [`mechanism`]: the security handshake (NULL now; PLAIN and CURVE
-//!   slot in behind the same trait);
+//! * [`mechanism`]: the security handshake: NULL, PLAIN and CURVE;
+//! * [`auth`]: the sans-IO authentication hook (what libzmq asks ZAP);
+//! * [`keys`], [`z85`]: CURVE keys and their Z85 text form;
 //! * [`encoder`]: batching of small frames and by-reference large bodies;
 //! * [`connection`]: all of the above as one connection's state machine.
 //!
@@ -21,20 +22,26 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod command;
 pub mod connection;
 pub mod encoder;
 pub mod error;
 pub mod frame;
 pub mod greeting;
+pub mod keys;
 pub mod mechanism;
 pub mod properties;
 pub mod socket_type;
+pub mod z85;
 
+pub use auth::{AuthReply, AuthRequest};
 pub use command::Command;
 pub use connection::{Config, Connection, Event, Multipart, PeerInfo};
 pub use encoder::Encoder;
 pub use error::{ProtocolError, UsageError};
 pub use greeting::{Greeting, MechanismName, Version};
+pub use keys::{CurveKeyPair, CurvePublicKey, CurveSecretKey};
+pub use mechanism::MechanismConfig;
 pub use properties::Properties;
 pub use socket_type::SocketType;

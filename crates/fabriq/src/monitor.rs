@@ -30,6 +30,7 @@ pub(crate) enum Event {
     HandshakeFailedNoDetail = 0x800,
     HandshakeSucceeded = 0x1000,
     HandshakeFailedProtocol = 0x2000,
+    HandshakeFailedAuth = 0x4000,
 }
 
 /// The event and value libzmq reports for a failed handshake.
@@ -43,7 +44,14 @@ pub(crate) fn handshake_failure(e: &ProtocolError) -> (Event, u32) {
         | HandshakeTimeout => {
             return (Event::HandshakeFailedNoDetail, libc::EPROTO as u32);
         }
+        AuthFailed { status, .. } | PeerRefusedAuth { status } => {
+            return (Event::HandshakeFailedAuth, u32::from(*status));
+        }
+        NoAuthenticator(_) => return (Event::HandshakeFailedNoDetail, libc::EFAULT as u32),
         UnknownMechanism(_) | MechanismMismatch { .. } | MechanismNotSupported(_) => 0x1100_0002,
+        Cryptographic(_) => 0x1100_0001,
+        BadNonce { .. } => 0x1000_0002,
+        NonceExhausted => 0x1000_0000,
         UnexpectedCommand(_) | DataBeforeHandshake | MultipartCommand => 0x1000_0001,
         MalformedCommand { command, .. } if command == "READY" => 0x1000_0016,
         MalformedCommand { command, .. } if command == "ERROR" => 0x1000_0015,

@@ -247,6 +247,13 @@ impl Engine for StreamEngine {
                     Ok(Some(ZEvent::Message(m))) => Item::Msg(m),
                     Ok(Some(ZEvent::Subscribe(t))) => Item::Subscribe(t),
                     Ok(Some(ZEvent::Cancel(t))) => Item::Cancel(t),
+                    // Only with Config::authenticate, which this crate
+                    // does not set yet (no ZAP handler support).
+                    Ok(Some(ZEvent::AuthRequest(r))) => {
+                        break Some(Input::Ended(End::Protocol(
+                            fabriq_zmtp::ProtocolError::NoAuthenticator(r.mechanism),
+                        )));
+                    }
                     Err(e) => break Some(Input::Ended(End::Protocol(e))),
                 };
                 if let Some(q) = inbound {
