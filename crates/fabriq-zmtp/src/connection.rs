@@ -199,6 +199,18 @@ pub enum Event {
     /// whether the peer may in (only with [`Config::authenticate`]; see
     /// [`crate::auth`]). The handshake deadline still applies.
     AuthRequest(AuthRequest),
+    /// After the handshake, a command this crate does not handle itself
+    /// (not READY, ERROR, SUBSCRIBE, CANCEL, PING or PONG). libzmq ignores
+    /// such commands and so should a caller that does not know them; a
+    /// transport that extends ZMTP between its own peers (the fabric
+    /// engine's credits) reads its own here. See
+    /// [`Connection::send_command`].
+    Command {
+        /// The command's name.
+        name: Bytes,
+        /// Its body.
+        body: Bytes,
+    },
 }
 
 /// Where the authentication hook stands.
@@ -754,8 +766,8 @@ impl Connection {
             Command::Subscribe(_) | Command::Cancel(_) => None,
             Command::Error(reason) => return Err(ProtocolError::PeerError(reason)),
             Command::Ready(_) => return Err(ProtocolError::UnexpectedCommand("READY".into())),
-            // Unknown commands are ignored, as libzmq does.
-            Command::Other { .. } => None,
+            // Not ours: the caller decides (libzmq ignores them).
+            Command::Other { name, body } => Some(Event::Command { name, body }),
         })
     }
 
@@ -916,6 +928,41 @@ impl Connection {
             self.fail(e);
             UsageError::Closed
         })
+    }
+
+    /// Queues a command of the caller's own (see [`Event::Command`]), after
+    /// the handshake. The names this crate speaks itself (READY, ERROR,
+    /// SUBSCRIBE, CANCEL, PING, PONG) and those of the security mechanisms
+    /// are refused with [`UsageError::ReservedCommand`], as is a name longer
+    /// than 255 bytes.
+    pub fn send_command(&mut self, name: &[u8], body: Bytes) -> Result<(), UsageError> {
+        const RESERVED: [&[u8]; 12] = [
+            b"READY",
+            b"ERROR",
+            b"SUBSCRIBE",
+            b"CANCEL",
+            b"PING",
+            b"PONG",
+            b"HELLO",
+            b"WELCOME",
+            b"INITIATE",
+            b"MESSAGE",
+            b"JOIN",
+            b"LEAVE",
+        ];
+        if name.is_empty()
+            || name.len() > 255
+            || RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+        {
+            return Err(UsageError::ReservedCommand);
+        }
+        self.check_sendable()?;
+        let cmd = Command::Other {
+            name: Bytes::copy_from_slice(name),
+            body,
+        };
+        let queued = self.queue_command(&cmd);
+        self.or_close(queued)
     }
 
     /// Queues a subscription: a SUBSCRIBE command to a ZMTP 3.1 peer, the

@@ -197,4 +197,8 @@ pub enum UsageError {
     /// (only 200, 300, 400 and 500 are).
     #[error("invalid ZAP status code {0} (must be 200, 300, 400 or 500)")]
     InvalidAuthStatus(u16),
+    /// [`Connection::send_command`](crate::Connection::send_command) with
+    /// a name ZMTP or a mechanism uses, or an empty or over-long name.
+    #[error("command names of ZMTP and its mechanisms cannot be sent as application commands")]
+    ReservedCommand,
 }

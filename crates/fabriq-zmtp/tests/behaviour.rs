@@ -275,3 +275,30 @@ fn heartbeat_timeout_defaults_to_the_interval() {
         Err(ProtocolError::HeartbeatExpired("timeout"))
     );
 }
+
+#[test]
+fn commands_of_the_callers_own_travel_and_reserved_names_are_refused() {
+    let (mut push, mut pull) = connected_types(SocketType::Push, SocketType::Pull);
+    push.send_command(b"CREDIT", Bytes::from_static(&[0, 0, 0, 16]))
+        .unwrap();
+    let (_, got) = pump(&mut push, &mut pull, Instant::now());
+    assert_eq!(
+        got.unwrap(),
+        vec![Event::Command {
+            name: Bytes::from_static(b"CREDIT"),
+            body: Bytes::from_static(&[0, 0, 0, 16]),
+        }]
+    );
+    for name in [&b"READY"[..], b"ping", b"MESSAGE", b"", &[b'X'; 256]] {
+        assert_eq!(
+            push.send_command(name, Bytes::new()),
+            Err(fabriq_zmtp::UsageError::ReservedCommand),
+            "{name:?}"
+        );
+    }
+    let mut fresh = Connection::new(Config::new(SocketType::Push), Instant::now()).unwrap();
+    assert_eq!(
+        fresh.send_command(b"CREDIT", Bytes::new()),
+        Err(fabriq_zmtp::UsageError::NotReady)
+    );
+}

@@ -226,7 +226,9 @@ proptest! {
         let payloads = got.iter().flat_map(|ev| match ev {
             Event::Message(parts) => parts.to_vec(),
             Event::Subscribe(t) | Event::Cancel(t) => vec![t.clone()],
-            Event::HandshakeComplete | Event::AuthRequest(_) => unreachable!(),
+            Event::HandshakeComplete | Event::AuthRequest(_) | Event::Command { .. } => {
+                unreachable!()
+            }
         });
         let mut checked = 0;
         for (payload, (frame, body)) in payloads.zip(&frames) {

@@ -45,6 +45,8 @@
 use std::io::{self, IoSlice};
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use fabriq_zmtp::{Connection, Event as ZEvent, PeerInfo, ProtocolError};
 
 use crate::pipe::{Item, PeerIo, Queue};
@@ -189,6 +191,10 @@ pub(crate) struct StreamEngine {
     ended: Option<End>,
     /// Write on the socket's thread when the wire is idle (REQ, REP).
     speculative_write: bool,
+    /// Keep the commands ZMTP leaves to the caller (`Event::Command`), for
+    /// an engine that uses this one as its control channel.
+    keep_commands: bool,
+    commands: Vec<(Bytes, Bytes)>,
 }
 
 impl StreamEngine {
@@ -203,7 +209,30 @@ impl StreamEngine {
             writable: true,
             ended: None,
             speculative_write,
+            keep_commands: false,
+            commands: Vec::new(),
         }
+    }
+
+    /// Keeps the commands ZMTP leaves to the caller for
+    /// [`StreamEngine::take_commands`] (otherwise they are ignored, as
+    /// libzmq ignores unknown commands).
+    pub(crate) fn keep_commands(&mut self, keep: bool) {
+        self.keep_commands = keep;
+    }
+
+    /// The commands kept since the last call.
+    pub(crate) fn take_commands(&mut self) -> Vec<(Bytes, Bytes)> {
+        std::mem::take(&mut self.commands)
+    }
+
+    /// Queues a command of the caller's own on the connection.
+    pub(crate) fn send_command(
+        &mut self,
+        name: &[u8],
+        body: Bytes,
+    ) -> Result<(), fabriq_zmtp::UsageError> {
+        self.conn.send_command(name, body)
     }
 }
 
@@ -247,6 +276,12 @@ impl Engine for StreamEngine {
                     Ok(Some(ZEvent::Message(m))) => Item::Msg(m),
                     Ok(Some(ZEvent::Subscribe(t))) => Item::Subscribe(t),
                     Ok(Some(ZEvent::Cancel(t))) => Item::Cancel(t),
+                    Ok(Some(ZEvent::Command { name, body })) => {
+                        if self.keep_commands {
+                            self.commands.push((name, body));
+                        }
+                        continue;
+                    }
                     // Only with Config::authenticate, which this crate
                     // does not set yet (no ZAP handler support).
                     Ok(Some(ZEvent::AuthRequest(r))) => {

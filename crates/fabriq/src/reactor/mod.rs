@@ -14,6 +14,7 @@
 //! with the loop stepped by hand rather than run on a thread.
 
 mod engine;
+mod fabric;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -35,7 +36,7 @@ use crate::mailbox::Mailbox;
 use crate::monitor::Event;
 use crate::options::Options;
 use crate::pipe::{PeerMeta, PipeEnd, Queue, Waker};
-use crate::transport::{Listener, Poller, SharedSources, Stream};
+use crate::transport::{DataPath, Listener, Poller, SharedSources, Stream};
 
 use session::Session;
 
@@ -55,6 +56,7 @@ enum Cmd {
         socket: Arc<Mailbox>,
         opts: Box<Options>,
         text: String,
+        data_path: DataPath,
     },
     Connect(Box<Session>),
     Unbind(usize),
@@ -199,7 +201,7 @@ impl Reactor {
         socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, String)> {
-        let (listener, text) = endpoint.transport.bind(&endpoint.address, opts)?;
+        let (listener, text) = endpoint.transport.bind(endpoint, opts)?;
         socket
             .monitor
             .emit(Event::Listening, listener.monitor_value(), &text);
@@ -211,6 +213,7 @@ impl Reactor {
                 socket: socket.clone(),
                 opts: Box::new(opts.clone()),
                 text: text.clone(),
+                data_path: endpoint.transport.data_path(endpoint),
             })
         });
         Ok((token, text))
@@ -226,7 +229,7 @@ impl Reactor {
         socket: &Arc<Mailbox>,
         opts: &Options,
     ) -> Result<(usize, Option<PipeEnd>)> {
-        endpoint.transport.check_connect(&endpoint.address, opts)?;
+        endpoint.transport.check_connect(endpoint, opts)?;
         let token = next_token();
         let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
         let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
@@ -242,6 +245,7 @@ impl Reactor {
             opts: opts.clone(),
             endpoint: text.to_string(),
             link,
+            data_path: endpoint.transport.data_path(endpoint),
         };
         let session =
             Session::connecting(base, endpoint.clone(), session_end, self.shared.clock.now());
@@ -324,6 +328,7 @@ struct ListenerEntry {
     socket: Arc<Mailbox>,
     opts: Box<Options>,
     text: String,
+    data_path: DataPath,
 }
 
 /// The loop's own state, owned by the I/O thread.
@@ -374,12 +379,34 @@ impl EventLoop {
                 std::thread::yield_now();
             }
             let now = self.shared.clock.now();
-            let timeout = self.next_timer().map(|t| t.saturating_duration_since(now));
+            let mut timeout = self.next_timer().map(|t| t.saturating_duration_since(now));
+            if let Some(limit) = self.poll_shared_sources(now) {
+                timeout = Some(timeout.map_or(limit, |t| t.min(limit)));
+            }
             if self.turn(timeout) {
                 break;
             }
         }
         self.close_listeners();
+    }
+
+    /// Runs the sessions of shared sources that must be read rather than
+    /// slept on (a fabric's completion queue that `fi_trywait` refused, or
+    /// one without wait descriptors). Returns how long the loop may sleep
+    /// at most.
+    fn poll_shared_sources(&mut self, now: Instant) -> Option<Duration> {
+        let mut ready = std::mem::take(&mut self.fanned_out);
+        let limit = self.shared_sources.before_sleep(&mut ready);
+        ready.sort_unstable();
+        ready.dedup();
+        for Token(t) in ready.drain(..) {
+            if let Some(s) = self.sessions.get_mut(&t) {
+                s.ready(true, true);
+                self.drive(t, now);
+            }
+        }
+        self.fanned_out = ready;
+        limit
     }
 
     /// The earliest pending timer.
@@ -452,12 +479,14 @@ impl EventLoop {
                 socket,
                 opts,
                 text,
+                data_path,
             } => {
                 let entry = ListenerEntry {
                     listener,
                     socket,
                     opts,
                     text,
+                    data_path,
                 };
                 self.add_listener(token, entry, now);
             }
@@ -591,6 +620,7 @@ impl EventLoop {
             opts: (*entry.opts).clone(),
             endpoint: entry.text.clone(),
             link: Link::new(waker, self.shared.clock.clone()),
+            data_path: entry.data_path.clone(),
         };
         let mut poller = Poller {
             registry: self.poll.registry(),

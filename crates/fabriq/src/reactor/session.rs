@@ -15,6 +15,7 @@ use fabriq_zmtp::{Connection, ProtocolError};
 use mio::Token;
 
 use super::engine::{End, Engine, Input, Link, Reads, StreamEngine};
+use super::fabric::FabricEngine;
 
 use crate::endpoint::Address;
 use crate::mailbox::Mailbox;
@@ -23,7 +24,7 @@ use crate::monitor::{handshake_failure, Event};
 use crate::options::{millis, Options};
 use crate::pipe::{PeerMeta, PipeEnd};
 use crate::topics::Topics;
-use crate::transport::{Poller, Stream};
+use crate::transport::{DataPath, Poller, Stream};
 
 /// Reads per turn before yielding to other sessions.
 const READ_BUDGET: usize = 16;
@@ -37,6 +38,8 @@ pub(super) struct Base {
     pub endpoint: String,
     /// The connection's engine slot, shared with the socket's end of the pipe.
     pub link: Arc<Link>,
+    /// How messages move once connected.
+    pub data_path: DataPath,
 }
 
 /// What the event loop should do with the session after a turn.
@@ -73,6 +76,7 @@ pub(super) struct Session {
     connecting: Option<Box<dyn Stream>>,
     /// The connection's engine, when there is a connection.
     link: Arc<Link>,
+    data_path: DataPath,
     pipe: Option<PipeEnd>,
     /// The pipe lives only as long as one connection (accepted sessions,
     /// ROUTER and IMMEDIATE connects).
@@ -97,6 +101,7 @@ impl Session {
             origin,
             connecting: None,
             link: base.link,
+            data_path: base.data_path,
             pipe_per_connection: pipe.is_none(),
             pipe,
             subs: Topics::default(),
@@ -130,19 +135,34 @@ impl Session {
             tracing::error!("cannot register connection: {e}");
         }
         let s = Session::new(base, Origin::Accept { listener }, None);
-        *s.link.lock() = s.engine_for(stream, now);
+        *s.link.lock() = s.engine_for(stream, poller, now);
         s
     }
 
     /// The engine for a connected stream.
-    fn engine_for(&self, stream: Box<dyn Stream>, now: Instant) -> Slot {
+    fn engine_for(&self, stream: Box<dyn Stream>, poller: &mut Poller<'_>, now: Instant) -> Slot {
         let socket_type = self.socket.socket_type;
-        let conn = Connection::new(self.opts.zmtp_config(socket_type), now).ok()?;
-        let lock_step = matches!(
-            socket_type,
-            fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep
-        );
-        Some(Box::new(StreamEngine::new(stream, conn, lock_step)))
+        let config = self.opts.zmtp_config(socket_type);
+        match &self.data_path {
+            DataPath::Stream => {
+                let conn = Connection::new(config, now).ok()?;
+                let lock_step = matches!(
+                    socket_type,
+                    fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep
+                );
+                Some(Box::new(StreamEngine::new(stream, conn, lock_step)))
+            }
+            DataPath::Fabric { provider } => {
+                let token = Token(self.token);
+                match FabricEngine::start(stream, config, provider.as_deref(), token, poller, now) {
+                    Ok(engine) => Some(Box::new(engine)),
+                    Err(why) => {
+                        tracing::warn!("{}: cannot start the fabric engine: {why}", self.endpoint);
+                        None
+                    }
+                }
+            }
+        }
     }
 
     /// Records readiness the event loop saw for this session's sources.
@@ -190,7 +210,7 @@ impl Session {
                 return self.maybe_connect(slot, poller, now);
             }
             match self.connecting.as_mut().map(|s| s.connect_result()) {
-                Some(Ok(true)) => self.on_connected(slot, now),
+                Some(Ok(true)) => self.on_connected(slot, poller, now),
                 Some(Ok(false)) => return Outcome::Keep { wake_at: None },
                 Some(Err(e)) => return self.on_end(slot, poller, End::Io(e), now),
                 None => unreachable!("checked above"),
@@ -266,7 +286,7 @@ impl Session {
             None => return Outcome::Keep { wake_at: None },
         }
         *retry_at = None;
-        match target.transport.connect(&target.address, &self.opts) {
+        match target.transport.connect(target, &self.opts) {
             Ok(mut stream) => {
                 if let Err(e) = stream.register(poller, Token(self.token)) {
                     tracing::error!("cannot register connection: {e}");
@@ -286,7 +306,7 @@ impl Session {
         }
     }
 
-    fn on_connected(&mut self, slot: &mut Slot, now: Instant) {
+    fn on_connected(&mut self, slot: &mut Slot, poller: &mut Poller<'_>, now: Instant) {
         let Some(stream) = self.connecting.take() else {
             return;
         };
@@ -294,7 +314,7 @@ impl Session {
         self.socket
             .monitor
             .emit(Event::Connected, stream.monitor_value(), &self.endpoint);
-        *slot = self.engine_for(stream, now);
+        *slot = self.engine_for(stream, poller, now);
         if let Origin::Connect { ivl, .. } = &mut self.origin {
             *ivl = millis(self.opts.reconnect_ivl);
         }

@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
-use super::{Listener, Poller, Role, Stream, Transport};
+use super::{Address, Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -35,20 +35,18 @@ pub(crate) enum IpcAddr {
 }
 
 impl Transport for Ipc {
-    fn scheme(&self) -> &'static str {
-        "ipc"
+    fn parse(&self, text: &str, address: &Address, role: Role) -> Result<()> {
+        parse(text, &address.address, role).map(drop)
     }
 
-    fn parse(&self, text: &str, rest: &str, role: Role) -> Result<()> {
-        parse(text, rest, role).map(drop)
-    }
-
-    fn bind(&self, address: &str, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+    fn bind(&self, address: &Address, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        let address = &address.address;
         let (listener, text) = bind(&parse(address, address, Role::Bind)?)?;
         Ok((Box::new(listener), text))
     }
 
-    fn connect(&self, address: &str, _opts: &Options) -> io::Result<Box<dyn Stream>> {
+    fn connect(&self, address: &Address, _opts: &Options) -> io::Result<Box<dyn Stream>> {
+        let address = &address.address;
         let addr = parse(address, address, Role::Connect)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         Ok(Box::new(connect(&addr)?))

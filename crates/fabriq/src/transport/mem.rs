@@ -28,7 +28,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::event::{eventfd, EventfdFlags};
 
-use super::{Demux, Listener, Poller, Role, Stream, Transport};
+use super::{Address, Demux, Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -90,8 +90,8 @@ impl Readiness {
 }
 
 impl Demux for Readiness {
-    fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    fn fds(&self) -> Vec<RawFd> {
+        vec![self.fd.as_raw_fd()]
     }
 
     fn take_ready(&self, out: &mut Vec<Token>) {
@@ -394,18 +394,15 @@ impl Listener for MemListener {
 }
 
 impl Transport for Mem {
-    fn scheme(&self) -> &'static str {
-        "mem"
-    }
-
-    fn parse(&self, text: &str, rest: &str, _role: Role) -> Result<()> {
-        if rest.is_empty() {
+    fn parse(&self, text: &str, address: &Address, _role: Role) -> Result<()> {
+        if address.address.is_empty() {
             return err(Error::EINVAL, format!("mem endpoint {text:?} has no name"));
         }
         Ok(())
     }
 
-    fn bind(&self, address: &str, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+    fn bind(&self, address: &Address, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        let address = address.address.as_str();
         let mut names = names();
         if names.bound.contains_key(address) {
             return err(Error::EADDRINUSE, format!("mem://{address} is bound"));
@@ -429,7 +426,7 @@ impl Transport for Mem {
         Ok((Box::new(listener), format!("mem://{address}")))
     }
 
-    fn connect(&self, address: &str, _opts: &Options) -> io::Result<Box<dyn Stream>> {
-        Ok(Box::new(dial(address)?))
+    fn connect(&self, address: &Address, _opts: &Options) -> io::Result<Box<dyn Stream>> {
+        Ok(Box::new(dial(&address.address)?))
     }
 }

@@ -20,8 +20,10 @@
 pub(crate) mod ipc;
 #[cfg(test)]
 pub(crate) mod mem;
+pub(crate) mod ofi;
 pub(crate) mod tcp;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, IoSlice};
@@ -43,30 +45,59 @@ pub(crate) enum Role {
     Connect,
 }
 
-/// One endpoint scheme.
-pub(crate) trait Transport: Sync + 'static {
-    /// The scheme before `://`.
-    fn scheme(&self) -> &'static str;
+/// An endpoint of a transport, as its transport checked it.
+#[derive(Clone)]
+pub(crate) struct Address {
+    pub transport: &'static dyn Transport,
+    /// The scheme as written (`tcp`, `ofi+verbs`).
+    pub scheme: String,
+    /// What follows `scheme://`.
+    pub address: String,
+}
 
-    /// Checks `address` (what follows `scheme://` in `endpoint`) for
-    /// binding or connecting. Syntax only, no look-ups; the error says
+impl fmt::Debug for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.scheme, self.address)
+    }
+}
+
+/// How messages move once a transport has a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DataPath {
+    /// ZMTP over the connection's byte stream.
+    Stream,
+    /// The connection is ZMTP's control channel; messages move through a
+    /// libfabric endpoint of this provider (`None`: the first one
+    /// `fi_getinfo` offers).
+    Fabric { provider: Option<String> },
+}
+
+/// One endpoint scheme (or family of schemes: `ofi+PROVIDER`).
+pub(crate) trait Transport: Sync + 'static {
+    /// Checks `address.address` (what follows `scheme://` in `endpoint`)
+    /// for binding or connecting. Syntax only, no look-ups; the error says
     /// what is wrong and which forms are accepted.
-    fn parse(&self, endpoint: &str, address: &str, role: Role) -> Result<()>;
+    fn parse(&self, endpoint: &str, address: &Address, role: Role) -> Result<()>;
 
     /// Binds now, so errors reach the caller; returns the listener and the
     /// endpoint text `LAST_ENDPOINT` reports (wildcards filled in).
-    fn bind(&self, address: &str, opts: &Options) -> Result<(Box<dyn Listener>, String)>;
+    fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)>;
 
     /// What a connect can refuse at once, before the first attempt (tcp:
     /// an IPv6 literal without the ipv6 option). Names are looked up at
     /// each attempt, as libzmq does, so one that does not resolve yet is
     /// retried rather than refused.
-    fn check_connect(&self, _address: &str, _opts: &Options) -> Result<()> {
+    fn check_connect(&self, _address: &Address, _opts: &Options) -> Result<()> {
         Ok(())
     }
 
     /// Starts one non-blocking connection attempt.
-    fn connect(&self, address: &str, opts: &Options) -> io::Result<Box<dyn Stream>>;
+    fn connect(&self, address: &Address, opts: &Options) -> io::Result<Box<dyn Stream>>;
+
+    /// How messages move over this transport's connections.
+    fn data_path(&self, _address: &Address) -> DataPath {
+        DataPath::Stream
+    }
 }
 
 /// The transport for `scheme`, if this build has one.
@@ -74,6 +105,7 @@ pub(crate) fn lookup(scheme: &str) -> Option<&'static dyn Transport> {
     match scheme {
         "tcp" => Some(&tcp::Tcp),
         "ipc" => Some(&ipc::Ipc),
+        s if s == "ofi" || s.starts_with("ofi+") => Some(&ofi::Ofi),
         #[cfg(test)]
         "mem" => Some(&mem::Mem),
         _ => None,
@@ -96,6 +128,12 @@ pub(crate) trait Stream: Send + fmt::Debug {
     /// The peer's address as text, for the `Peer-Address` property (empty
     /// where the transport has none).
     fn peer_address(&self) -> String;
+
+    /// Our own address on the connection (the IP for tcp; empty where the
+    /// transport has none).
+    fn local_address(&self) -> String {
+        String::new()
+    }
 
     /// The value monitor events report for this connection: the OS
     /// descriptor for tcp and ipc, as libzmq does.
@@ -150,23 +188,33 @@ pub(crate) fn read_fd(fd: BorrowedFd<'_>, buf: &mut BytesMut, max: usize) -> io:
 /// out to many sessions (quinn-proto's `Endpoint::handle` is the shape). A
 /// fabric's completion queue is one: one wait descriptor, many peers. The
 /// in-memory transport has one per bound name.
-///
-/// Until the fabric transport lands, only the in-memory test transport
-/// uses it, so a build without tests sees it unused.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) trait Demux: Send + Sync {
-    /// The descriptor the poller watches. The poller is edge-triggered:
-    /// the source must make it ready anew (write an eventfd) each time a
-    /// connection gets work.
-    fn fd(&self) -> RawFd;
+    /// The descriptors the poller watches (none: the source is polled).
+    /// The poller is edge-triggered: the source must make one ready anew
+    /// (write an eventfd, complete an operation) each time a connection
+    /// gets work.
+    fn fds(&self) -> Vec<RawFd>;
 
     /// Moves the tokens of the connections that have work into `out`.
     fn take_ready(&self, out: &mut Vec<Token>);
+
+    /// Asked before the I/O thread sleeps: false if it must not sleep on
+    /// the descriptors yet (libfabric's `fi_trywait` said to read the
+    /// completion queues first).
+    fn may_sleep(&self) -> bool {
+        true
+    }
+
+    /// For a source whose descriptors cannot be trusted to wake the poller
+    /// (none, or a provider's that never fire): how often to poll it while
+    /// it has connections.
+    fn poll_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// What transports register with: the I/O thread's poller for their own
 /// descriptors, and its table of shared sources ([`Demux`]).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Poller<'a> {
     pub registry: &'a Registry,
     pub shared: &'a mut SharedSources,
@@ -175,18 +223,20 @@ pub(crate) struct Poller<'a> {
 /// The shared sources the poller watches, with how many connections use
 /// each.
 #[derive(Default)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct SharedSources {
     by_token: HashMap<Token, (Arc<dyn Demux>, usize)>,
+    /// Sources without descriptors, only ever polled.
+    polled: HashMap<Token, (Arc<dyn Demux>, usize)>,
     next: usize,
+    /// State a transport keeps per I/O thread (the fabric's endpoint per
+    /// provider), by a key of its choosing.
+    locals: HashMap<String, Arc<dyn Any + Send + Sync>>,
 }
 
 /// Shared sources get tokens from the top of the range, far from the
 /// I/O thread's own, which count up from 1.
-#[cfg_attr(not(test), allow(dead_code))]
 const FIRST_SHARED_TOKEN: usize = usize::MAX / 2;
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl SharedSources {
     /// If `token` is a shared source's, moves its ready connections into
     /// `out` and returns true.
@@ -203,32 +253,82 @@ impl SharedSources {
     /// How many shared sources the poller watches.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.by_token.len()
+        self.by_token.len() + self.polled.len()
+    }
+
+    /// Sources that must be read now rather than slept on (see
+    /// [`Demux::may_sleep`] and [`Demux::poll_interval`]): their ready
+    /// connections go to `out`. Returns how long the loop may sleep at most
+    /// (`Some(ZERO)`: not at all).
+    pub(crate) fn before_sleep(&self, out: &mut Vec<Token>) -> Option<std::time::Duration> {
+        let mut limit: Option<std::time::Duration> = None;
+        for (demux, _) in self.by_token.values().chain(self.polled.values()) {
+            if let Some(every) = demux.poll_interval() {
+                demux.take_ready(out);
+                limit = Some(limit.map_or(every, |l| l.min(every)));
+            } else if !demux.may_sleep() {
+                demux.take_ready(out);
+                limit = Some(std::time::Duration::ZERO);
+            }
+        }
+        limit
     }
 
     fn token_of(&self, demux: &Arc<dyn Demux>) -> Option<Token> {
         self.by_token
             .iter()
+            .chain(self.polled.iter())
             .find(|(_, (d, _))| Arc::ptr_eq(d, demux))
             .map(|(t, _)| *t)
     }
+
+    fn entry(&mut self, token: Token) -> Option<&mut (Arc<dyn Demux>, usize)> {
+        match self.by_token.get_mut(&token) {
+            Some(e) => Some(e),
+            None => self.polled.get_mut(&token),
+        }
+    }
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl Poller<'_> {
     /// Adds a connection to `demux`, which the poller starts watching
     /// with its first connection.
     pub(crate) fn join(&mut self, demux: &Arc<dyn Demux>) -> io::Result<()> {
         if let Some(t) = self.shared.token_of(demux) {
-            self.shared.by_token.get_mut(&t).expect("found").1 += 1;
+            self.shared.entry(t).expect("found").1 += 1;
             return Ok(());
         }
         let token = Token(FIRST_SHARED_TOKEN + self.shared.next);
         self.shared.next += 1;
-        self.registry
-            .register(&mut SourceFd(&demux.fd()), token, Interest::READABLE)?;
-        self.shared.by_token.insert(token, (demux.clone(), 1));
+        let fds = demux.fds();
+        for fd in &fds {
+            self.registry
+                .register(&mut SourceFd(fd), token, Interest::READABLE)?;
+        }
+        if fds.is_empty() {
+            self.shared.polled.insert(token, (demux.clone(), 1));
+        } else {
+            self.shared.by_token.insert(token, (demux.clone(), 1));
+        }
         Ok(())
+    }
+
+    /// The per-I/O-thread state `key` names, made by `make` the first
+    /// time.
+    pub(crate) fn local<T: Any + Send + Sync>(
+        &mut self,
+        key: &str,
+        make: impl FnOnce() -> std::result::Result<T, String>,
+    ) -> std::result::Result<Arc<T>, String> {
+        if let Some(v) = self.shared.locals.get(key) {
+            return v
+                .clone()
+                .downcast::<T>()
+                .map_err(|_| format!("{key}: state of another type"));
+        }
+        let v = Arc::new(make()?);
+        self.shared.locals.insert(key.to_string(), v.clone());
+        Ok(v)
     }
 
     /// Takes a connection out of `demux`; the poller stops watching it
@@ -237,11 +337,14 @@ impl Poller<'_> {
         let Some(t) = self.shared.token_of(demux) else {
             return;
         };
-        let entry = self.shared.by_token.get_mut(&t).expect("found");
+        let entry = self.shared.entry(t).expect("found");
         entry.1 -= 1;
         if entry.1 == 0 {
-            let _ = self.registry.deregister(&mut SourceFd(&demux.fd()));
+            for fd in demux.fds() {
+                let _ = self.registry.deregister(&mut SourceFd(&fd));
+            }
             self.shared.by_token.remove(&t);
+            self.shared.polled.remove(&t);
         }
     }
 }

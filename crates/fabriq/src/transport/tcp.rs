@@ -12,7 +12,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
-use super::{Listener, Poller, Role, Stream, Transport};
+use super::{Address, Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -31,21 +31,34 @@ fn split(address: &str) -> (&str, Option<u16>) {
 }
 
 impl Transport for Tcp {
-    fn scheme(&self) -> &'static str {
-        "tcp"
+    fn parse(&self, text: &str, address: &Address, role: Role) -> Result<()> {
+        parse(text, &address.address, role)
     }
 
-    fn parse(&self, text: &str, rest: &str, role: Role) -> Result<()> {
-        parse(text, rest, role)
-    }
-
-    fn bind(&self, address: &str, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
-        let (host, port) = split(address);
-        let (listener, text) = bind(host, port, opts)?;
+    fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        let (listener, text) = bind_text(&address.address, opts)?;
         Ok((Box::new(listener), text))
     }
 
-    fn check_connect(&self, address: &str, opts: &Options) -> Result<()> {
+    fn check_connect(&self, address: &Address, opts: &Options) -> Result<()> {
+        check_connect(&address.address, opts)
+    }
+
+    fn connect(&self, address: &Address, opts: &Options) -> io::Result<Box<dyn Stream>> {
+        Ok(Box::new(connect(&address.address, opts)?))
+    }
+}
+
+/// Binds `address` (`HOST:PORT`, checked); the listener and its
+/// `tcp://` text.
+pub(crate) fn bind_text(address: &str, opts: &Options) -> Result<(mio::net::TcpListener, String)> {
+    let (host, port) = split(address);
+    bind(host, port, opts)
+}
+
+/// See [`Transport::check_connect`].
+pub(crate) fn check_connect(address: &str, opts: &Options) -> Result<()> {
+    {
         let (host, port) = split(address);
         // An address literal is checked now (an IPv6 address needs the
         // ipv6 option); a host name is looked up at every attempt.
@@ -54,8 +67,12 @@ impl Transport for Tcp {
         }
         Ok(())
     }
+}
 
-    fn connect(&self, address: &str, opts: &Options) -> io::Result<Box<dyn Stream>> {
+/// Starts a non-blocking connect to `address` (`HOST:PORT`, checked),
+/// resolving a host name now.
+pub(crate) fn connect(address: &str, opts: &Options) -> io::Result<mio::net::TcpStream> {
+    {
         let (host, port) = split(address);
         let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(|_| {
             io::Error::new(
@@ -65,11 +82,12 @@ impl Transport for Tcp {
         })?;
         let s = mio::net::TcpStream::connect(addr)?;
         let _ = s.set_nodelay(true);
-        Ok(Box::new(s))
+        Ok(s)
     }
 }
 
-fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
+/// Checks a `HOST:PORT` address for binding or connecting.
+pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
     if role == Role::Connect && rest.contains(';') {
         return err(
             Error::EINVAL,
@@ -271,6 +289,12 @@ impl Stream for mio::net::TcpStream {
 
     fn peer_address(&self) -> String {
         self.peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    }
+
+    fn local_address(&self) -> String {
+        self.local_addr()
             .map(|a| a.ip().to_string())
             .unwrap_or_default()
     }

@@ -1,0 +1,273 @@
+//! The patterns over libfabric (`ofi+tcp://`, `ofi+shm://`): fabriq on
+//! both sides, a TCP control connection on loopback, messages through the
+//! provider's RDM endpoint in registered pages. Real providers of the
+//! libfabric this machine has (scripts/test installs it); no hardware.
+
+use std::time::{Duration, Instant};
+
+use fabriq as zmq;
+
+const TIMEOUT_MS: i32 = 10_000;
+
+fn socket(ctx: &zmq::Context, kind: zmq::SocketType) -> zmq::Socket {
+    let s = ctx.socket(kind).unwrap();
+    s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    s.set_sndtimeo(TIMEOUT_MS).unwrap();
+    s.set_linger(1000).unwrap();
+    s
+}
+
+/// Binds `a` on the provider's loopback control address, connects `b`.
+fn join(provider: &str, a: &zmq::Socket, b: &zmq::Socket) -> String {
+    a.bind(&format!("ofi+{provider}://127.0.0.1:*")).unwrap();
+    let endpoint = a.get_last_endpoint().unwrap().unwrap();
+    assert!(
+        endpoint.starts_with(&format!("ofi+{provider}://127.0.0.1:")),
+        "{endpoint}"
+    );
+    b.connect(&endpoint).unwrap();
+    endpoint
+}
+
+/// Sizes from empty to several pages, so frames straddle pages.
+fn sizes() -> impl Iterator<Item = usize> {
+    [
+        0,
+        1,
+        7,
+        64,
+        1000,
+        4096,
+        65_535,
+        65_536,
+        70_000,
+        200_000,
+        1 << 20,
+    ]
+    .into_iter()
+    .cycle()
+}
+
+fn body(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|j| (i * 31 + j) as u8).collect()
+}
+
+/// Two contexts: two I/O threads with a fabric endpoint each, as two
+/// processes would have (`same_context`: both sockets share one).
+fn push_pull(provider: &str, count: usize, same_context: bool) {
+    let ctx = zmq::Context::new();
+    let other = if same_context {
+        ctx.clone()
+    } else {
+        zmq::Context::new()
+    };
+    let pull = socket(&ctx, zmq::PULL);
+    let push = socket(&other, zmq::PUSH);
+    join(provider, &pull, &push);
+    let sent: Vec<Vec<u8>> = sizes()
+        .take(count)
+        .enumerate()
+        .map(|(i, n)| body(i, n))
+        .collect();
+    let sender = {
+        let sent = sent.clone();
+        std::thread::spawn(move || {
+            for m in &sent {
+                push.send(&m[..], 0).unwrap();
+            }
+            push
+        })
+    };
+    for (i, want) in sent.iter().enumerate() {
+        let got = pull
+            .recv_bytes(0)
+            .unwrap_or_else(|e| panic!("message {i} of {count}: {e}"));
+        assert!(
+            got == *want,
+            "message {i}: {} bytes, want {}",
+            got.len(),
+            want.len()
+        );
+    }
+    drop(sender.join().unwrap());
+}
+
+#[test]
+fn push_pull_over_ofi_tcp_keeps_every_message_whole_and_in_order() {
+    push_pull("tcp", 500, false);
+}
+
+#[test]
+fn push_pull_over_ofi_shm_keeps_every_message_whole_and_in_order() {
+    push_pull("shm", 500, false);
+}
+
+#[test]
+fn push_pull_within_one_context_shares_its_fabric_endpoint() {
+    push_pull("tcp", 200, true);
+}
+
+#[test]
+fn multipart_messages_stay_whole_over_the_fabric() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    let push = socket(&other, zmq::PUSH);
+    join("tcp", &pull, &push);
+    for i in 0..50usize {
+        let parts = vec![body(i, i), body(i + 1, 70_000), Vec::new(), b"end".to_vec()];
+        push.send_multipart(&parts, 0).unwrap();
+        assert_eq!(pull.recv_multipart(0).unwrap(), parts, "message {i}");
+    }
+}
+
+fn req_rep(provider: &str) {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let rep = socket(&ctx, zmq::REP);
+    let req = socket(&other, zmq::REQ);
+    join(provider, &rep, &req);
+    // The server keeps its socket until the client has its last reply: a
+    // peer that closes right after sending can still lose that message
+    // over the fabric (its control connection's end may be seen first; a
+    // known defect, docs/fabric.md).
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        for _ in 0..200 {
+            let m = rep.recv_bytes(0).unwrap();
+            rep.send(&m[..], 0).unwrap();
+        }
+        let _ = done_rx.recv_timeout(Duration::from_secs(30));
+    });
+    for i in 0..200usize {
+        let m = body(i, i * 13);
+        req.send(&m[..], 0).unwrap();
+        let got = req
+            .recv_bytes(0)
+            .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
+        assert_eq!(got, m, "{provider} round trip {i}");
+    }
+    done_tx.send(()).unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn req_rep_round_trips_over_ofi_tcp() {
+    req_rep("tcp");
+}
+
+#[test]
+fn req_rep_round_trips_over_ofi_shm() {
+    req_rep("shm");
+}
+
+#[test]
+fn pub_sub_filters_at_the_publisher_over_the_fabric() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let publisher = socket(&ctx, zmq::PUB);
+    let sub = socket(&other, zmq::SUB);
+    sub.set_subscribe(b"a").unwrap();
+    join("tcp", &publisher, &sub);
+    // The subscription travels over the fabric; publish until it is in.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    sub.set_rcvtimeo(50).unwrap();
+    loop {
+        publisher.send("a-probe", 0).unwrap();
+        if sub.recv_bytes(0).is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the subscription never arrived");
+    }
+    while sub.recv_bytes(0).is_ok() {}
+    sub.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    for i in 0..100 {
+        publisher.send(format!("b{i}").as_str(), 0).unwrap();
+        publisher.send(format!("a{i}").as_str(), 0).unwrap();
+    }
+    for i in 0..100 {
+        assert_eq!(sub.recv_bytes(0).unwrap(), format!("a{i}").into_bytes());
+    }
+}
+
+#[test]
+fn dealer_router_identities_over_the_fabric() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let router = socket(&ctx, zmq::ROUTER);
+    let dealers: Vec<zmq::Socket> = (0..3)
+        .map(|i| {
+            let d = socket(&other, zmq::DEALER);
+            d.set_identity(format!("peer-{i}").as_bytes()).unwrap();
+            d
+        })
+        .collect();
+    router.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = router.get_last_endpoint().unwrap().unwrap();
+    for d in &dealers {
+        d.connect(&endpoint).unwrap();
+        d.send("hello", 0).unwrap();
+    }
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let parts = router.recv_multipart(0).unwrap();
+        assert_eq!(parts[1], b"hello");
+        router
+            .send_multipart([parts[0].clone(), b"back".to_vec()], 0)
+            .unwrap();
+        seen.push(parts[0].clone());
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [b"peer-0".to_vec(), b"peer-1".to_vec(), b"peer-2".to_vec()]
+    );
+    for d in &dealers {
+        assert_eq!(d.recv_bytes(0).unwrap(), b"back");
+    }
+}
+
+#[test]
+fn a_slow_receiver_holds_the_sender_with_credits_and_loses_nothing() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    pull.set_rcvhwm(10).unwrap();
+    let push = socket(&other, zmq::PUSH);
+    push.set_sndhwm(10).unwrap();
+    join("tcp", &pull, &push);
+    // The fabric path is up once one message made it.
+    push.send("first", 0).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"first");
+    // Nothing more is read: the sender fills the receiver's queue, its
+    // window of pages, and its own queue, and is then held (no room for a
+    // second).
+    let mut sent = 0usize;
+    while push.poll(zmq::POLLOUT, 1000).unwrap() > 0 {
+        push.send(&body(sent, 60_000)[..], zmq::DONTWAIT).unwrap();
+        sent += 1;
+        assert!(sent < 1000, "nothing holds the sender");
+    }
+    // 10 + 10 queued, a window of 32 pages (one 60 kB message each), what
+    // the engines hold staged: no more.
+    assert!(sent >= 20, "sent only {sent}");
+    assert!(
+        sent <= 10 + 10 + 32 + 4,
+        "sent {sent}: the credits did not hold"
+    );
+    for i in 0..sent {
+        assert_eq!(pull.recv_bytes(0).unwrap(), body(i, 60_000), "message {i}");
+    }
+}
+
+#[test]
+fn an_unknown_provider_is_refused_with_its_name() {
+    let ctx = zmq::Context::new();
+    let s = ctx.socket(zmq::PULL).unwrap();
+    assert_eq!(
+        s.bind("ofi+verbs://127.0.0.1:*"),
+        Err(zmq::Error::EPROTONOSUPPORT)
+    );
+    let detail = zmq::last_error_detail().unwrap_or_default();
+    assert!(detail.contains("verbs"), "{detail}");
+    assert_eq!(
+        s.connect("ofi+nosuchprovider://127.0.0.1:5555"),
+        Err(zmq::Error::EPROTONOSUPPORT)
+    );
+    assert_eq!(s.bind("ofi+://127.0.0.1:*"), Err(zmq::Error::EINVAL));
+}
