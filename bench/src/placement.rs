@@ -73,7 +73,7 @@ impl Placement {
         let cpus = &self.cpus;
         match (self.mode, self.split()) {
             (Pin::Unpinned, _) => {
-                "unpinned: every process free to run on any CPU (no affinity set)".to_string()
+                "unpinned: every process free to run on any CPU, no affinity set".to_string()
             }
             (_, None) => format!(
                 "unpinned: --pin {} asked, but the affinity mask could not be read",
