@@ -56,6 +56,8 @@ pub(crate) struct Options {
     pub recovery_ivl: i32,
     pub multicast_hops: i32,
     pub metadata: Properties,
+    /// PLAIN, CURVE and ZAP options.
+    pub security: crate::security::Security,
 }
 
 impl Default for Options {
@@ -98,6 +100,7 @@ impl Default for Options {
             recovery_ivl: 10_000,
             multicast_hops: 1,
             metadata: Properties::new(),
+            security: Default::default(),
         }
     }
 }
@@ -152,6 +155,8 @@ impl Options {
         c.heartbeat_ttl = millis(self.heartbeat_ttl);
         c.heartbeat_timeout = millis(self.heartbeat_timeout);
         c.read_chunk = READ_CHUNK;
+        c.mechanism = self.security.mechanism_config();
+        c.authenticate = self.security.consults_zap();
         c
     }
 
