@@ -46,6 +46,24 @@ impl CurveKeyPair {
     }
 }
 
+impl CurveKeyPair {
+    /// The pair of a secret key: its public key derived from it
+    /// (libzmq's `zmq_curve_public`; not in the zmq crate).
+    ///
+    /// ```
+    /// let pair = fabriq::CurveKeyPair::new().unwrap();
+    /// let again = fabriq::CurveKeyPair::from_secret_key(&pair.secret_key);
+    /// assert_eq!(again.public_key, pair.public_key);
+    /// ```
+    pub fn from_secret_key(secret_key: &[u8; 32]) -> CurveKeyPair {
+        let secret = fabriq_zmtp::CurveSecretKey::from_bytes(*secret_key);
+        CurveKeyPair {
+            public_key: secret.public_key().0,
+            secret_key: *secret_key,
+        }
+    }
+}
+
 impl fmt::Debug for CurveKeyPair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CurveKeyPair")
