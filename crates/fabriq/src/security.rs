@@ -1,7 +1,7 @@
-//! Security options: PLAIN and CURVE credentials, the ZAP domain, and how
-//! they become the protocol engine's [`MechanismConfig`] and its
-//! `authenticate` flag, with libzmq 4.3's rules (`options.cpp`,
-//! `plain_server.cpp`, `curve_server.cpp`, `null_mechanism.cpp`).
+//! Security options: the PLAIN, CURVE and ZAP setters and getters, with
+//! libzmq 4.3's checks and side effects (`options.cpp`). What they become
+//! for a connection (mechanism, when ZAP is asked) is `options.rs`'s
+//! `Security`.
 //!
 //! As in libzmq, the options are read when a socket binds or connects:
 //! each connection runs the mechanism the socket had then.
@@ -27,101 +27,12 @@
 //! assert_eq!(server.recv_bytes(0).unwrap(), b"sealed");
 //! ```
 
-use std::fmt;
-
 use fabriq_zmtp::z85::{self, Z85Error};
-use fabriq_zmtp::{CurveKeyPair, CurvePublicKey, CurveSecretKey, MechanismConfig};
 use zeroize::Zeroizing;
 
 use crate::error::{err, Error, Result};
-use crate::inproc::WeakRegistry;
 use crate::socket::Socket;
 use crate::Mechanism;
-
-/// A socket's security options (part of its `Options`).
-#[derive(Clone)]
-pub(crate) struct Security {
-    pub mechanism: Mechanism,
-    /// The server role (`ZMQ_PLAIN_SERVER`, `ZMQ_CURVE_SERVER`).
-    pub as_server: bool,
-    pub plain_username: Vec<u8>,
-    pub plain_password: Zeroizing<Vec<u8>>,
-    pub curve_public: [u8; 32],
-    pub curve_secret: Zeroizing<[u8; 32]>,
-    pub curve_server: [u8; 32],
-    pub zap_domain: String,
-    pub zap_enforce_domain: bool,
-    /// The context's inproc names, where the ZAP handler binds (weak: the
-    /// registry holds options of bound sockets).
-    pub names: WeakRegistry,
-}
-
-impl Default for Security {
-    fn default() -> Self {
-        Security {
-            mechanism: Mechanism::ZMQ_NULL,
-            as_server: false,
-            plain_username: Vec::new(),
-            plain_password: Zeroizing::new(Vec::new()),
-            curve_public: [0; 32],
-            curve_secret: Zeroizing::new([0; 32]),
-            curve_server: [0; 32],
-            zap_domain: String::new(),
-            zap_enforce_domain: false,
-            names: WeakRegistry::default(),
-        }
-    }
-}
-
-impl fmt::Debug for Security {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Security")
-            .field("mechanism", &self.mechanism)
-            .field("as_server", &self.as_server)
-            .field("zap_domain", &self.zap_domain)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Security {
-    /// The mechanism a new connection runs.
-    pub(crate) fn mechanism_config(&self) -> MechanismConfig {
-        match (self.mechanism, self.as_server) {
-            (Mechanism::ZMQ_PLAIN, true) => MechanismConfig::PlainServer,
-            (Mechanism::ZMQ_PLAIN, false) => MechanismConfig::plain_client(
-                self.plain_username.clone(),
-                self.plain_password.to_vec(),
-            ),
-            // The server's public key follows from its secret key (libzmq
-            // needs only the secret key on a server).
-            (Mechanism::ZMQ_CURVE, true) => MechanismConfig::CurveServer {
-                keys: CurveKeyPair::from_secret(CurveSecretKey::from_bytes(*self.curve_secret)),
-            },
-            // A client sends the public key it was given, as libzmq does.
-            (Mechanism::ZMQ_CURVE, false) => MechanismConfig::CurveClient {
-                server_public: CurvePublicKey(self.curve_server),
-                keys: CurveKeyPair {
-                    public: CurvePublicKey(self.curve_public),
-                    secret: CurveSecretKey::from_bytes(*self.curve_secret),
-                },
-            },
-            _ => MechanismConfig::Null,
-        }
-    }
-
-    /// Whether the connection stops for a ZAP decision (the session then
-    /// asks the handler, or decides as libzmq does without one):
-    /// a PLAIN server always; a CURVE server unless `zap_enforce_domain`
-    /// is on and no domain is set; NULL when a domain is set.
-    pub(crate) fn consults_zap(&self) -> bool {
-        match (self.mechanism, self.as_server) {
-            (Mechanism::ZMQ_PLAIN, true) => true,
-            (Mechanism::ZMQ_CURVE, true) => !self.zap_enforce_domain || !self.zap_domain.is_empty(),
-            (Mechanism::ZMQ_NULL, _) => !self.zap_domain.is_empty(),
-            _ => false,
-        }
-    }
-}
 
 /// A CURVE key option value: 32 bytes, or 40 (or 41 with a trailing NUL)
 /// characters of Z85, as libzmq's `set_curve_key` takes it.
@@ -367,27 +278,5 @@ mod tests {
         bad[3] = b'"';
         assert_eq!(curve_key("k", &bad), Err(Error::EINVAL));
         assert!(crate::last_error_detail().unwrap().contains("offset 3"));
-    }
-
-    #[test]
-    fn zap_rules() {
-        let mut s = Security {
-            mechanism: Mechanism::ZMQ_CURVE,
-            as_server: true,
-            ..Security::default()
-        };
-        assert!(s.consults_zap());
-        s.zap_enforce_domain = true;
-        assert!(!s.consults_zap());
-        s.zap_domain = "global".into();
-        assert!(s.consults_zap());
-        s.mechanism = Mechanism::ZMQ_NULL;
-        assert!(s.consults_zap());
-        s.zap_domain.clear();
-        assert!(!s.consults_zap());
-        s.mechanism = Mechanism::ZMQ_PLAIN;
-        assert!(s.consults_zap());
-        s.as_server = false;
-        assert!(!s.consults_zap());
     }
 }
