@@ -13,22 +13,24 @@ Modes:
             >= 5 repetitions (>= 10 for messages <= 256 B); about 10-15 minutes
   --smoke   every scenario and implementation once with tiny counts (CI)
 
-Each repetition runs libzmq (A), fabriq (B), libzmq again (A', the A/A
-calibration) and the raw floor, each side in its own process, sender/client
-pinned to one CPU and receiver/server to another.
+Each repetition runs libzmq (A), fabriq (B), omq.rs (C), libzmq again (A',
+the A/A calibration), omq again (C', omq's own A/A) and the raw floor, each
+side in its own process. Placement: unpinned by default (every process free
+to run on any CPU, as users run); --pin spread | split-core | same-core.
 
 Examples:
   fabriq-bench --quick
   fabriq-bench --pattern pushpull --transport tcp --sizes 64,1024 --reps 10
   fabriq-bench --out /tmp/r.json && fabriq-bench report /tmp/r.json
+  fabriq-bench --quick --pin split-core   # one core per side (the old default)
   fabriq bench --quick          # the same, through the fabriq CLI";
 
-/// `fabriq-bench`: fabriq vs libzmq vs a raw byte-stream floor.
+/// `fabriq-bench`: fabriq vs libzmq vs omq.rs vs a raw byte-stream floor.
 #[derive(Debug, Parser)]
 #[command(
     name = "fabriq-bench",
     version,
-    about = "fabriq vs libzmq vs a raw floor: throughput, latency, CPU and memory, interleaved",
+    about = "fabriq vs libzmq vs omq.rs vs a raw floor: throughput, latency, CPU and memory, interleaved",
     after_help = AFTER_HELP,
     args_conflicts_with_subcommands = true
 )]
@@ -66,15 +68,41 @@ pub enum Mode {
     Full,
 }
 
-/// How workers are pinned to CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Where the worker processes may run (CPU affinity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Pin {
-    /// Sending side on one CPU, receiving side on another.
-    Split,
-    /// Every side on the same CPU.
-    Same,
-    /// No pinning.
-    None,
+    /// No affinity set: every process free to run on any CPU, as users run
+    /// (the default).
+    #[value(alias = "none")]
+    Unpinned,
+    /// Each process gets a set of CPUs of its own, one per busy thread (two
+    /// for a libzmq, fabriq or omq side: the application thread and the I/O
+    /// thread), when the CPUs suffice for every process of the trial; else
+    /// every process gets all usable CPUs. Never one core for a
+    /// multi-threaded process.
+    Spread,
+    /// Explicitly one core per side: every thread of the sending/client
+    /// process (its I/O thread too) on the first usable CPU, every thread
+    /// of the receiving/server processes on the second (the old `split`).
+    #[value(alias = "split")]
+    SplitCore,
+    /// Explicitly one core for everything: every thread of every process on
+    /// the first usable CPU (the single-core latency picture; the old `same`).
+    #[value(alias = "same")]
+    SameCore,
+}
+
+impl Pin {
+    /// The mode's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pin::Unpinned => "unpinned",
+            Pin::Spread => "spread",
+            Pin::SplitCore => "split-core",
+            Pin::SameCore => "same-core",
+        }
+    }
 }
 
 /// Options of a benchmark run.
@@ -107,13 +135,18 @@ pub struct RunArgs {
     /// Skip the raw floor.
     #[arg(long)]
     pub no_floor: bool,
-    /// Skip the A' (libzmq vs libzmq) calibration trial.
+    /// Skip the A' (libzmq vs libzmq) and C' (omq vs omq) calibration trials.
     #[arg(long)]
     pub no_calibration: bool,
-    /// CPU pinning: `split` puts senders/clients on the first allowed CPU
-    /// and receivers/servers on the second; `same` puts every side on the
-    /// first (the single-core latency picture); `none` does not pin.
-    #[arg(long, value_enum, default_value_t = Pin::Split)]
+    /// Skip omq.rs (C and C').
+    #[arg(long)]
+    pub no_omq: bool,
+    /// Placement: `unpinned` (default) sets no affinity; `spread` gives
+    /// each process its own CPUs, one per busy thread, when there are enough,
+    /// else all of them; `split-core` puts all threads of the sending/client
+    /// process on one CPU and those of the receiving/server processes on
+    /// another; `same-core` puts every thread of every process on one CPU.
+    #[arg(long, value_enum, default_value_t = Pin::Unpinned, value_name = "MODE")]
     pub pin: Pin,
     /// Kill a trial's workers after this many seconds.
     #[arg(long, value_name = "SECONDS")]

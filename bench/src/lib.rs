@@ -1,21 +1,23 @@
-//! fabriq-bench: fabriq measured side by side with libzmq and with a raw
-//! byte-stream floor, in one run, interleaved.
+//! fabriq-bench: fabriq measured side by side with libzmq, with omq.rs and
+//! with a raw byte-stream floor, in one run, interleaved.
 //!
 //! One library, two front doors: the `fabriq-bench` binary and the
 //! `fabriq bench` subcommand both call [`main`]. A run re-executes the
-//! current executable as hidden `worker` processes (one per side, pinned
-//! to its own CPU), collects one JSON line from each, and writes a table
+//! current executable as hidden `worker` processes (one per side, unpinned
+//! unless `--pin` says otherwise), collects one JSON line from each, and writes a table
 //! on stdout, every raw trial to a JSON file and SVG plots beside it.
 //! `report` turns such a JSON file into `docs/performance.md`.
 //!
 //! Modules, by what they hold:
 //! * [`cli`]: the command line;
 //! * [`scenario`]: what is measured (patterns, transports, sizes, counts);
-//! * [`runner`]: the orchestrator: spawns workers, interleaves A B A' floor;
+//! * [`runner`]: the orchestrator: spawns workers, interleaves A B C A' C' floor;
+//! * [`placement`]: which CPUs each worker process may use (`--pin`);
 //! * [`worker`]: the worker processes' entry point and protocol;
-//! * [`zmqlike`]: libzmq and fabriq sides (one source for both APIs);
+//! * [`zmqlike`]: libzmq, fabriq and omq sides (one source, one timing loop);
+//! * [`omqzmq`]: omq.rs's blocking API in the `zmq` crate's shape;
 //! * [`raw`]: the raw TCP / Unix-stream floor;
-//! * [`sys`]: CPU pinning, rusage, perf;
+//! * [`sys`]: CPU affinity, rusage, perf;
 //! * [`stats`]: medians, per-pair ratios, the A/A band;
 //! * [`results`]: the JSON results file;
 //! * [`machine`]: the machine description;
@@ -27,6 +29,8 @@
 
 pub mod cli;
 pub mod machine;
+pub mod omqzmq;
+pub mod placement;
 pub mod plot;
 pub mod raw;
 pub mod report;

@@ -21,6 +21,9 @@ pub struct Machine {
     pub build_profile: String,
     /// libzmq's version (zmq::version()).
     pub libzmq: String,
+    /// omq.rs's version (`omq-tokio` in Cargo.lock, read at build time).
+    #[serde(default)]
+    pub omq: String,
     /// fabriq's crate version.
     pub fabriq: String,
     /// The git commit measured (with `-dirty` for uncommitted changes).
@@ -60,6 +63,7 @@ impl Machine {
             }
             .to_string(),
             libzmq: format!("{a}.{b}.{c}"),
+            omq: format!("omq-tokio {}", env!("FABRIQ_BENCH_OMQ")),
             fabriq: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: git_commit(),
             date: utc_now(),

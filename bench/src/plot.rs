@@ -10,9 +10,10 @@ use crate::results::{Results, ScenarioResult};
 use crate::scenario::{Pattern, Slot, Transport};
 use crate::stats::{spread, summarize, Metric};
 
-const SERIES: [(Slot, &str, RGBColor); 3] = [
+const SERIES: [(Slot, &str, RGBColor); 4] = [
     (Slot::A, "libzmq", RGBColor(31, 119, 180)),
     (Slot::B, "fabriq", RGBColor(214, 39, 40)),
+    (Slot::C, "omq", RGBColor(44, 160, 44)),
     (Slot::Floor, "raw floor", RGBColor(90, 90, 90)),
 ];
 
@@ -94,6 +95,7 @@ fn throughput(rows: &[&ScenarioResult], path: &Path, title: &str) -> Result<(), 
                 let v = match slot {
                     Slot::A => s.a,
                     Slot::B => s.b,
+                    Slot::C => s.c,
                     _ => s.floor,
                 }?;
                 Some((sr.scenario.size as f64, v.median))

@@ -10,8 +10,8 @@ use crate::machine::Machine;
 use crate::scenario::{Impl, Scenario, Slot};
 use crate::worker::{Latency, WorkerReport};
 
-/// Version of this file's layout.
-pub const SCHEMA: u32 = 1;
+/// Version of this file's layout (2: omq's C and C' trials, `placement`).
+pub const SCHEMA: u32 = 2;
 
 /// A whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,16 +35,25 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
     /// A free-text note (`--note`), e.g. "preliminary".
     pub note: Option<String>,
-    /// CPU of sending / client sides (inproc: the sending thread).
+    /// The placement mode: `unpinned` (the default), `spread`,
+    /// `split-core` or `same-core` (see [`crate::placement`]).
+    #[serde(default = "unrecorded")]
+    pub placement: String,
+    /// The one CPU of sending / client sides in the `*-core` modes (inproc:
+    /// the sending thread).
     pub sender_cpu: Option<usize>,
-    /// CPU of receiving / server sides (inproc: the receiving threads).
+    /// The one CPU of receiving / server sides in the `*-core` modes
+    /// (inproc: the receiving threads).
     pub receiver_cpu: Option<usize>,
-    /// How pinning went, in words.
+    /// The placement in words (and whether pinning failed anywhere).
     pub pinning: String,
     /// Instructions per message: "available" or why not.
     pub perf: String,
-    /// Whether the A' calibration ran.
+    /// Whether the A' (and, with omq, C') calibration ran.
     pub calibration: bool,
+    /// Whether omq.rs (C, C') ran.
+    #[serde(default)]
+    pub omq: bool,
     /// Whether the raw floor ran.
     pub floor: bool,
     /// Seconds after which a trial's workers were killed.
@@ -69,7 +78,7 @@ pub struct ScenarioResult {
 pub struct Trial {
     /// Repetition, from 0.
     pub rep: usize,
-    /// A, B, A2 or Floor.
+    /// A, B, C, A2, C2 or Floor.
     pub slot: Slot,
     /// The implementation in that slot.
     pub implementation: Impl,
@@ -107,6 +116,11 @@ pub struct Metrics {
     pub peak_rss_kb: u64,
     /// Instructions per message, whole worker processes (perf stat).
     pub instructions_per_msg: Option<f64>,
+}
+
+/// `placement` of a results file older than the field.
+fn unrecorded() -> String {
+    "unrecorded (an older results file: see pinning)".to_string()
 }
 
 impl Results {

@@ -1,6 +1,7 @@
 //! The orchestrator: plans the run, starts the workers of each trial,
-//! interleaves A (libzmq), B (fabriq), A' (libzmq again) and the floor in
-//! every repetition, and writes the table, the JSON and the plots.
+//! interleaves A (libzmq), B (fabriq), C (omq), A' (libzmq again), C' (omq
+//! again) and the floor in every repetition, places the workers
+//! ([`crate::placement`]), and writes the table, the JSON and the plots.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -11,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{Mode, Pin, RunArgs};
+use crate::cli::{Mode, RunArgs};
 use crate::machine::Machine;
+use crate::placement::{CpuSets, Placement, Side};
 use crate::results::{Metrics, Results, RunConfig, ScenarioResult, Trial, SCHEMA};
 use crate::scenario::{plan, Pattern, Scenario, Slot, Transport};
 use crate::worker::{Role, WorkerReport, WorkerSpec};
@@ -21,8 +23,7 @@ use crate::worker::{Role, WorkerReport, WorkerSpec};
 struct RunContext {
     exe: PathBuf,
     self_args: Vec<String>,
-    sender_cpu: Option<usize>,
-    receiver_cpu: Option<usize>,
+    placement: Placement,
     perf: bool,
     deadline: Duration,
     stall_ms: u64,
@@ -37,34 +38,10 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
     if scenarios.is_empty() {
         return Err("the filters select no scenario".into());
     }
-    let cpus = crate::sys::allowed_cpus();
-    let (sender_cpu, receiver_cpu, pinning) = match (args.pin, cpus.as_slice()) {
-        (Pin::None, _) => (None, None, "not pinned (--pin none)".to_string()),
-        (Pin::Same, [first, ..]) => (
-            Some(*first),
-            Some(*first),
-            format!("every side on CPU {first} (--pin same), for every implementation"),
-        ),
-        (Pin::Split, _) | (Pin::Same, []) => match cpus.as_slice() {
-            [] => (
-                None,
-                None,
-                "not pinned: the affinity mask could not be read".to_string(),
-            ),
-            [only] => (
-                Some(*only),
-                Some(*only),
-                format!("one CPU only: every side on CPU {only} (both implementations)"),
-            ),
-            [a, b, ..] => (
-                Some(*a),
-                Some(*b),
-                format!(
-                    "sender/client on CPU {a}, receiver/server on CPU {b}, for every implementation"
-                ),
-            ),
-        },
-    };
+    let placement = Placement::new(args.pin, crate::sys::allowed_cpus());
+    let (sender_cpu, receiver_cpu) = placement.side_cpus();
+    let pinning = placement.describe();
+    let omq = !args.no_omq;
     let perf = if args.no_perf {
         Err("not available: disabled (--no-perf)".to_string())
     } else {
@@ -78,8 +55,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
     let ctx = RunContext {
         exe: std::env::current_exe().map_err(|e| format!("own executable: {e}"))?,
         self_args: self_args.iter().map(|s| s.to_string()).collect(),
-        sender_cpu,
-        receiver_cpu,
+        placement,
         perf: perf.is_ok(),
         deadline: Duration::from_secs_f64(deadline),
         stall_ms: 5000,
@@ -96,6 +72,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
             mode,
             command_line: std::env::args().collect(),
             note: args.note.clone(),
+            placement: ctx.placement.effective_name().to_string(),
             sender_cpu,
             receiver_cpu,
             pinning: pinning.clone(),
@@ -104,6 +81,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
                 .map(|()| "available".to_string())
                 .unwrap_or_else(|e| e),
             calibration: !args.no_calibration,
+            omq,
             floor: !args.no_floor,
             deadline_s: deadline,
             wall_s: 0.0,
@@ -112,15 +90,16 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
     };
     let m = &results.machine;
     println!(
-        "fabriq-bench ({mode:?} mode): fabriq {} ({}) vs libzmq {} vs raw floor; {}, {} CPUs, kernel {}, {} build",
-        m.fabriq, m.git_commit, m.libzmq, m.cpu_model, m.cpus_online, m.kernel, m.build_profile
+        "fabriq-bench ({mode:?} mode): fabriq {} ({}) vs libzmq {} vs omq.rs {} vs raw floor; {}, {} CPUs, kernel {}, {} build",
+        m.fabriq, m.git_commit, m.libzmq, m.omq, m.cpu_model, m.cpus_online, m.kernel, m.build_profile
     );
     println!(
-        "pinning: {pinning}; instructions/msg: {}",
+        "placement: {pinning}; instructions/msg: {}",
         results.config.perf
     );
     println!(
-        "each repetition: A = libzmq, B = fabriq, A' = libzmq again (A'/A = noise band), floor = raw stream; \
+        "each repetition: A = libzmq, B = fabriq, C = omq.rs, A' = libzmq again (A'/A = noise band), \
+         C' = omq again (C'/C = omq's noise band), floor = raw stream; \
          figures are medians (min-max) over repetitions, ratios are medians of per-repetition ratios"
     );
     if m.build_profile == "debug" {
@@ -130,7 +109,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
 
     let total: u64 = scenarios
         .iter()
-        .map(|s| (s.reps * s.slots(!args.no_floor, !args.no_calibration).len()) as u64)
+        .map(|s| (s.reps * s.slots(!args.no_floor, !args.no_calibration, omq).len()) as u64)
         .sum();
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -146,7 +125,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         bar.set_message(key.clone());
         let mut trials = Vec::new();
         for rep in 0..sc.reps {
-            for slot in sc.slots(!args.no_floor, !args.no_calibration) {
+            for slot in sc.slots(!args.no_floor, !args.no_calibration, omq) {
                 let trial = run_trial(&ctx, sc, slot, rep);
                 if !trial.ok {
                     failures += 1;
@@ -440,18 +419,15 @@ fn spec(
     slot: Slot,
     role: Role,
     endpoints: Vec<String>,
+    cpus: CpuSets,
 ) -> WorkerSpec {
-    let cpu = match role {
-        Role::Sender | Role::Client | Role::Inproc => ctx.sender_cpu,
-        Role::Receiver | Role::Server => ctx.receiver_cpu,
-    };
     WorkerSpec {
         role,
         implementation: slot.implementation(),
         scenario: sc.clone(),
         endpoints,
-        cpu,
-        cpu_peer: ctx.receiver_cpu,
+        cpus: cpus.process,
+        cpus_peer: cpus.peer_threads,
         stall_ms: ctx.stall_ms,
     }
 }
@@ -460,9 +436,16 @@ fn spec(
 /// returns their reports (the sending side first).
 fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<WorkerReport>, String> {
     let deadline = Instant::now() + ctx.deadline;
-    let imp = slot.implementation().name();
+    let implementation = slot.implementation();
+    let imp = implementation.name();
+    let receivers = match sc.pattern {
+        Pattern::Pubsub => sc.subs,
+        _ => 1,
+    };
+    let threads = implementation.threads(sc.transport, receivers);
     if sc.transport == Transport::Inproc {
-        let spec = spec(ctx, sc, slot, Role::Inproc, Vec::new());
+        let cpus = ctx.placement.assign(&[(Side::Sending, threads)]).remove(0);
+        let spec = spec(ctx, sc, slot, Role::Inproc, Vec::new(), cpus);
         let mut w = WorkerProc::spawn(ctx, &spec, format!("{imp} inproc worker"))?;
         return Ok(vec![w.report(deadline)?]);
     }
@@ -472,15 +455,17 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
     } else {
         (Role::Receiver, Role::Sender)
     };
-    let n = if sc.pattern == Pattern::Pubsub {
-        sc.subs
-    } else {
-        1
-    };
+    // The binders (receivers / servers) first, the connecting side last.
+    let procs: Vec<(Side, usize)> = (0..receivers)
+        .map(|_| (Side::Receiving, threads))
+        .chain([(Side::Sending, threads)])
+        .collect();
+    let mut sets = ctx.placement.assign(&procs);
+    let conn_cpus = sets.pop().unwrap_or_default();
     let mut binders = Vec::new();
     let mut endpoints = Vec::new();
-    for i in 0..n {
-        let spec = spec(ctx, sc, slot, bind_role, Vec::new());
+    for (i, cpus) in sets.into_iter().enumerate() {
+        let spec = spec(ctx, sc, slot, bind_role, Vec::new(), cpus);
         let mut w = WorkerProc::spawn(
             ctx,
             &spec,
@@ -489,7 +474,7 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
         endpoints.push(w.expect("BOUND ", deadline)?);
         binders.push(w);
     }
-    let spec = spec(ctx, sc, slot, connect_role, endpoints);
+    let spec = spec(ctx, sc, slot, connect_role, endpoints, conn_cpus);
     let mut conn = WorkerProc::spawn(ctx, &spec, format!("{imp} {connect_role:?}").to_lowercase())?;
     if !reqrep {
         for b in &mut binders {

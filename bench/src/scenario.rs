@@ -60,6 +60,9 @@ pub enum Impl {
     Libzmq,
     /// fabriq sockets.
     Fabriq,
+    /// omq.rs (the `omq-tokio` crate) through its blocking API: the second
+    /// reference.
+    Omq,
     /// A plain byte stream: the best a byte mover can do.
     Raw,
 }
@@ -70,20 +73,39 @@ impl Impl {
         match self {
             Impl::Libzmq => "libzmq",
             Impl::Fabriq => "fabriq",
+            Impl::Omq => "omq",
             Impl::Raw => "raw",
+        }
+    }
+
+    /// Busy threads of one process of this implementation (inproc: of the
+    /// whole worker, both sides): the application thread(s) plus the
+    /// library's I/O thread (libzmq, fabriq and omq each run one by default).
+    pub fn threads(self, transport: Transport, receivers: usize) -> usize {
+        let io = match self {
+            Impl::Raw => 0,
+            Impl::Libzmq | Impl::Fabriq | Impl::Omq => 1,
+        };
+        match transport {
+            Transport::Inproc => 1 + receivers + io,
+            _ => 1 + io,
         }
     }
 }
 
-/// A trial's place in a repetition: A B A' floor.
+/// A trial's place in a repetition: A B C A' C' floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Slot {
     /// libzmq, the reference.
     A,
     /// fabriq.
     B,
+    /// omq.rs, the second reference.
+    C,
     /// libzmq again: the A/A calibration.
     A2,
+    /// omq again: omq's own A/A calibration (the noise band of B/C).
+    C2,
     /// The raw floor.
     Floor,
 }
@@ -94,6 +116,7 @@ impl Slot {
         match self {
             Slot::A | Slot::A2 => Impl::Libzmq,
             Slot::B => Impl::Fabriq,
+            Slot::C | Slot::C2 => Impl::Omq,
             Slot::Floor => Impl::Raw,
         }
     }
@@ -155,11 +178,19 @@ impl Scenario {
         self.pattern != Pattern::Reqrep
     }
 
-    /// The slots run in each repetition.
-    pub fn slots(&self, floor: bool, calibration: bool) -> Vec<Slot> {
+    /// The slots run in each repetition, in order: A B C A' C' floor
+    /// (omq's C and C' where `omq` is asked for; omq has every pattern and
+    /// transport of this bench).
+    pub fn slots(&self, floor: bool, calibration: bool, omq: bool) -> Vec<Slot> {
         let mut slots = vec![Slot::A, Slot::B];
+        if omq {
+            slots.push(Slot::C);
+        }
         if calibration {
             slots.push(Slot::A2);
+            if omq {
+                slots.push(Slot::C2);
+            }
         }
         if floor && self.transport != Transport::Inproc {
             slots.push(Slot::Floor);
@@ -167,8 +198,10 @@ impl Scenario {
         slots
     }
 
-    /// HWM used for both implementations: libzmq's default for PUSH/PULL
-    /// and REQ/REP, none (0) for PUB/SUB so that no subscriber drops.
+    /// HWM used for every implementation: libzmq's default for PUSH/PULL
+    /// and REQ/REP, none (0) for PUB/SUB so that no subscriber drops (omq,
+    /// which clamps 0 to 1, gets its largest queue instead: see
+    /// [`crate::omqzmq`]).
     pub fn hwm(&self) -> i32 {
         match self.pattern {
             Pattern::Pubsub => 0,

@@ -98,14 +98,22 @@ pub struct MetricSummary {
     pub a: Option<Spread>,
     /// fabriq (B).
     pub b: Option<Spread>,
+    /// omq (C).
+    pub c: Option<Spread>,
     /// libzmq again (A').
     pub a2: Option<Spread>,
+    /// omq again (C').
+    pub c2: Option<Spread>,
     /// Raw floor.
     pub floor: Option<Spread>,
     /// B/A per repetition.
     pub b_over_a: Option<Spread>,
     /// A'/A per repetition: the noise band.
     pub a2_over_a: Option<Spread>,
+    /// B/C per repetition: fabriq against omq.
+    pub b_over_c: Option<Spread>,
+    /// C'/C per repetition: omq's own noise band.
+    pub c2_over_c: Option<Spread>,
     /// B/floor per repetition.
     pub b_over_floor: Option<Spread>,
 }
@@ -137,16 +145,22 @@ fn ratios(x: &[Option<f64>], y: &[Option<f64>]) -> Vec<f64> {
 pub fn summarize(sr: &ScenarioResult, metric: Metric) -> MetricSummary {
     let a = values(sr, Slot::A, metric);
     let b = values(sr, Slot::B, metric);
+    let c = values(sr, Slot::C, metric);
     let a2 = values(sr, Slot::A2, metric);
+    let c2 = values(sr, Slot::C2, metric);
     let floor = values(sr, Slot::Floor, metric);
     let flat = |v: &[Option<f64>]| spread(&v.iter().flatten().copied().collect::<Vec<_>>());
     MetricSummary {
         a: flat(&a),
         b: flat(&b),
+        c: flat(&c),
         a2: flat(&a2),
+        c2: flat(&c2),
         floor: flat(&floor),
         b_over_a: spread(&ratios(&b, &a)),
         a2_over_a: spread(&ratios(&a2, &a)),
+        b_over_c: spread(&ratios(&b, &c)),
+        c2_over_c: spread(&ratios(&c2, &c)),
         b_over_floor: spread(&ratios(&b, &floor)),
     }
 }

@@ -14,14 +14,17 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Pins the calling thread (and the threads it starts later) to `cpu`.
-pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
-    if cpu >= CpuSet::MAX_CPU {
-        return Err(format!("cpu {cpu} out of range"));
-    }
+/// Restricts the calling thread (and the threads it starts later) to the
+/// CPUs in `cpus` (a set: one CPU only where the caller asks for one).
+pub fn pin_current_thread(cpus: &[usize]) -> Result<(), String> {
     let mut set = CpuSet::new();
-    set.set(cpu);
-    sched_setaffinity(None, &set).map_err(|e| format!("sched_setaffinity({cpu}): {e}"))
+    for &cpu in cpus {
+        if cpu >= CpuSet::MAX_CPU {
+            return Err(format!("cpu {cpu} out of range"));
+        }
+        set.set(cpu);
+    }
+    sched_setaffinity(None, &set).map_err(|e| format!("sched_setaffinity({cpus:?}): {e}"))
 }
 
 /// CPU time and peak memory of this process so far.

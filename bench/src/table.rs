@@ -1,6 +1,7 @@
 //! The readable table on stdout (and the number formats the report shares).
 
 use crate::results::{Results, ScenarioResult};
+use crate::scenario::Slot;
 use crate::stats::{errors, summarize, Metric, MetricSummary, Spread};
 
 /// Formats a figure compactly: 3.41M, 612k, 22.1k, 850, 12.3.
@@ -68,23 +69,42 @@ const W_RAT: usize = 17;
 /// The table's header line.
 pub fn header() -> String {
     format!(
-        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
-        "scenario", "metric", "A libzmq", "B fabriq", "raw floor", "B/A", "A'/A (noise)", "B/floor"
+        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        "scenario",
+        "metric",
+        "A libzmq",
+        "B fabriq",
+        "C omq",
+        "raw floor",
+        "B/A",
+        "A'/A (noise)",
+        "B/C",
+        "C'/C (noise)",
+        "B/floor"
     )
 }
 
-fn row(key: &str, metric: Metric, s: &MetricSummary) -> String {
+fn row(key: &str, metric: Metric, s: &MetricSummary, omq: bool) -> String {
+    let na = |text: String| if omq { text } else { "n/a".to_string() };
     format!(
-        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
         key,
         metric.label(),
         fig(s.a),
         fig(s.b),
+        na(fig(s.c)),
         fig(s.floor),
         ratio(s.b_over_a),
         ratio(s.a2_over_a),
+        na(ratio(s.b_over_c)),
+        na(ratio(s.c2_over_c)),
         ratio(s.b_over_floor)
     )
+}
+
+/// Whether the scenario has omq trials (C): else its omq cells say "n/a".
+pub fn ran_omq(sr: &ScenarioResult) -> bool {
+    sr.trials.iter().any(|t| t.slot == Slot::C)
 }
 
 /// The table rows of one scenario.
@@ -92,7 +112,10 @@ pub fn rows(sr: &ScenarioResult) -> Vec<String> {
     let mut out: Vec<String> = stdout_metrics(sr)
         .into_iter()
         .enumerate()
-        .map(|(i, m)| row(if i == 0 { &sr.key } else { "" }, m, &summarize(sr, m)))
+        .map(|(i, m)| {
+            let key = if i == 0 { &sr.key } else { "" };
+            row(key, m, &summarize(sr, m), ran_omq(sr))
+        })
         .collect();
     let n = errors(sr);
     if n > 0 {
@@ -104,8 +127,9 @@ pub fn rows(sr: &ScenarioResult) -> Vec<String> {
     out
 }
 
-/// The A/A calibration over the whole run, in words.
-pub fn aa_band(results: &Results) -> Vec<String> {
+/// The smallest and largest per-repetition ratio of a band (A'/A or
+/// C'/C, msg/s or p50) over the whole run, if measured.
+fn band(results: &Results, pick: fn(&MetricSummary) -> Option<Spread>) -> Option<(f64, f64)> {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for sr in &results.scenarios {
@@ -114,17 +138,31 @@ pub fn aa_band(results: &Results) -> Vec<String> {
         } else {
             Metric::P50
         };
-        if let Some(s) = summarize(sr, metric).a2_over_a {
+        if let Some(s) = pick(&summarize(sr, metric)) {
             lo = lo.min(s.min);
             hi = hi.max(s.max);
         }
     }
-    if lo.is_finite() {
-        vec![format!(
+    lo.is_finite().then_some((lo, hi))
+}
+
+/// The A/A calibrations over the whole run, in words: libzmq's (A'/A, the
+/// band for B/A) and omq's (C'/C, the band for B/C).
+pub fn aa_band(results: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(match band(results, |s| s.a2_over_a) {
+        Some((lo, hi)) => format!(
             "A/A calibration (libzmq vs itself, msg/s and p50): per-repetition ratios {lo:.2}-{hi:.2}; \
              a B/A ratio inside that band is not a result"
-        )]
-    } else {
-        vec!["A/A calibration: not measured".to_string()]
-    }
+        ),
+        None => "A/A calibration (libzmq): not measured".to_string(),
+    });
+    out.push(match band(results, |s| s.c2_over_c) {
+        Some((lo, hi)) => format!(
+            "C/C calibration (omq vs itself, msg/s and p50): per-repetition ratios {lo:.2}-{hi:.2}; \
+             a B/C ratio inside that band is not a result"
+        ),
+        None => "C/C calibration (omq): not measured".to_string(),
+    });
+    out
 }

@@ -46,10 +46,11 @@ pub struct WorkerSpec {
     pub scenario: Scenario,
     /// Endpoints to connect to (sending sides).
     pub endpoints: Vec<String>,
-    /// CPU for this process (inproc: for the sending thread).
-    pub cpu: Option<usize>,
-    /// CPU for the receiving threads of an inproc worker.
-    pub cpu_peer: Option<usize>,
+    /// CPUs this process may run on (inproc: the sending thread); empty:
+    /// no affinity set (unpinned).
+    pub cpus: Vec<usize>,
+    /// CPUs of the receiving threads of an inproc worker; empty: inherited.
+    pub cpus_peer: Vec<usize>,
     /// A receiver that waits this long for the next timed message reports
     /// the messages as lost.
     pub stall_ms: u64,
@@ -300,10 +301,10 @@ pub fn main(spec_json: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pinning = match spec.cpu {
-        None => "not pinned".to_string(),
-        Some(cpu) => match pin_current_thread(cpu) {
-            Ok(()) => format!("cpu {cpu}"),
+    let pinning = match spec.cpus.as_slice() {
+        [] => "not pinned".to_string(),
+        cpus => match pin_current_thread(cpus) {
+            Ok(()) => format!("cpus {cpus:?}"),
             Err(e) => format!("pinning failed: {e}"),
         },
     };
@@ -332,7 +333,7 @@ pub fn main(spec_json: &str) -> ExitCode {
 }
 
 fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
-    use crate::zmqlike::{fabriq, libzmq};
+    use crate::zmqlike::{fabriq, libzmq, omq};
     match (spec.implementation, spec.role) {
         (Impl::Raw, Role::Sender) => crate::raw::sender(spec, gate),
         (Impl::Raw, Role::Receiver) => crate::raw::receiver(spec, gate),
@@ -341,7 +342,9 @@ fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
         (Impl::Raw, Role::Inproc) => Err("the raw floor has no inproc variant".into()),
         (Impl::Libzmq, Role::Inproc) => libzmq::inproc(spec),
         (Impl::Fabriq, Role::Inproc) => fabriq::inproc(spec),
+        (Impl::Omq, Role::Inproc) => omq::inproc(spec),
         (Impl::Libzmq, role) => libzmq::process(spec, role, gate),
         (Impl::Fabriq, role) => fabriq::process(spec, role, gate),
+        (Impl::Omq, role) => omq::process(spec, role, gate),
     }
 }

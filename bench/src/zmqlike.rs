@@ -1,9 +1,11 @@
-//! The libzmq and fabriq sides of every scenario, from one source.
+//! The libzmq, fabriq and omq sides of every scenario, from one source.
 //!
-//! fabriq's API has the shape of the `zmq` crate, so the same code is
-//! compiled twice by [`zmq_like!`]: once against `zmq` (libzmq), once
-//! against `fabriq`. Both send from a `&[u8]` and receive into a reused
-//! `Message`, as a program written for the `zmq` crate would.
+//! fabriq's API has the shape of the `zmq` crate, and [`crate::omqzmq`]
+//! gives omq.rs's blocking API that shape, so the same code (one timing
+//! loop) is compiled three times by [`zmq_like!`]: against `zmq` (libzmq),
+//! against `fabriq`, and against `omqzmq` (omq). All send from a `&[u8]` and
+//! receive into a reused `Message`, as a program written for the `zmq`
+//! crate would.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -87,12 +89,12 @@ impl Gate for InprocGate {
 
 /// Generates one implementation module from the shared source.
 macro_rules! zmq_like {
-    ($name:ident, $krate:ident, $doc:literal) => {
+    ($name:ident, $krate:path, $doc:literal) => {
         #[doc = $doc]
         pub mod $name {
             use std::time::Instant;
 
-            use ::$krate as z;
+            use $krate as z;
 
             use crate::scenario::{Pattern, Scenario};
             use crate::sys::{pin_current_thread, Usage};
@@ -332,7 +334,8 @@ macro_rules! zmq_like {
             }
 
             /// Both sides as threads of this process: the sending side on
-            /// `spec.cpu`, the receiving side(s) on `spec.cpu_peer`.
+            /// `spec.cpus`, the receiving side(s) on `spec.cpus_peer` (each
+            /// unpinned when empty).
             pub fn inproc(spec: &WorkerSpec) -> Result<Outcome, String> {
                 let ctx = z::Context::new();
                 let sc = &spec.scenario;
@@ -342,10 +345,10 @@ macro_rules! zmq_like {
                 } else {
                     sc.subs
                 };
-                let pin = |cpu: Option<usize>| {
-                    if let Some(cpu) = cpu {
+                let pin = |cpus: &[usize]| {
+                    if !cpus.is_empty() {
                         // Pinning failures were already reported for the main thread.
-                        let _ = pin_current_thread(cpu);
+                        let _ = pin_current_thread(cpus);
                     }
                 };
                 let endpoints: Vec<String> = (0..receivers)
@@ -356,7 +359,7 @@ macro_rules! zmq_like {
                         .map(|i| {
                             let (ctx, gate) = (&ctx, &gate);
                             s.spawn(move || {
-                                pin(spec.cpu_peer);
+                                pin(&spec.cpus_peer);
                                 let ep = bind_endpoint(sc.transport, i);
                                 let r = if sc.pattern == Pattern::Reqrep {
                                     server(ctx, sc, &ep, gate)
@@ -372,7 +375,7 @@ macro_rules! zmq_like {
                         .collect();
                     let (ctx, gate, endpoints) = (&ctx, &gate, &endpoints);
                     let main = s.spawn(move || {
-                        pin(spec.cpu);
+                        pin(&spec.cpus);
                         if !gate.wait_bound(receivers) {
                             return Err("a receiver failed to bind".to_string());
                         }
@@ -436,9 +439,14 @@ macro_rules! zmq_like {
     };
 }
 
-zmq_like!(libzmq, zmq, "libzmq through the `zmq` crate.");
+zmq_like!(libzmq, ::zmq, "libzmq through the `zmq` crate.");
 zmq_like!(
     fabriq,
-    fabriq,
+    ::fabriq,
     "fabriq sockets, with the same code as the libzmq side."
+);
+zmq_like!(
+    omq,
+    crate::omqzmq,
+    "omq.rs (`omq-tokio`, blocking API) through [`crate::omqzmq`], with the same code as the libzmq side."
 );

@@ -28,6 +28,11 @@ fn smoke_run_covers_every_scenario_and_reports() {
         out.status
     );
     assert!(stdout.contains("A'/A"), "{stdout}");
+    assert!(
+        stdout.contains("C omq") && stdout.contains("C'/C"),
+        "the omq column: {stdout}"
+    );
+    assert!(stdout.contains("placement: unpinned"), "{stdout}");
 
     let results = Results::load(&json).expect("results JSON");
     let cli = BenchCli::try_parse_from(["fabriq-bench", "--smoke"]).expect("args");
@@ -36,7 +41,7 @@ fn smoke_run_covers_every_scenario_and_reports() {
     let want: Vec<String> = expected.iter().map(|s| s.key()).collect();
     assert_eq!(keys, want);
     for sr in &results.scenarios {
-        for slot in sr.scenario.slots(true, true) {
+        for slot in sr.scenario.slots(true, true, true) {
             let trial = sr
                 .trials
                 .iter()
@@ -69,6 +74,9 @@ fn smoke_run_covers_every_scenario_and_reports() {
         }
     }
     assert!(!results.machine.libzmq.is_empty());
+    assert!(results.machine.omq.starts_with("omq-tokio 0."));
+    assert_eq!(results.config.placement, "unpinned");
+    assert!(results.config.omq);
 
     let md = dir.path().join("doc").join("perf.md");
     let out = Command::new(BIN)
@@ -98,6 +106,14 @@ fn smoke_run_covers_every_scenario_and_reports() {
     assert!(
         text.contains("Preliminary"),
         "a smoke run is labelled preliminary"
+    );
+    assert!(
+        text.contains("**placement: unpinned**"),
+        "placement in the header"
+    );
+    assert!(
+        text.contains("| C omq |") && text.contains("| B/C |"),
+        "omq columns"
     );
     let svg = std::fs::read_to_string(dir.path().join("doc/perf/throughput-pushpull-tcp.svg"))
         .expect("plot written");

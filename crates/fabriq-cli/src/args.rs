@@ -142,6 +142,18 @@ Prints one line per socket event: NAME ENDPOINT value=VALUE, e.g.
   HANDSHAKE_SUCCEEDED tcp://127.0.0.1:5555 value=0
 The endpoint is connected to by default; bind:EP binds instead.";
 
+const KEYGEN_HELP: &str = "\
+Examples:
+  fabriq keygen > server.keys
+  fabriq pull --bind tcp://*:5557 --curve-server \"$(awk '/^secret/{print $2}' server.keys)\"
+  fabriq push --connect tcp://127.0.0.1:5557 --data hi \\
+      --curve-serverkey \"$(awk '/^public/{print $2}' server.keys)\" \\
+      --curve-secretkey \"$(fabriq keygen | awk '/^secret/{print $2}')\"
+
+Prints two lines, `public: KEY` and `secret: KEY`, each KEY 40 characters of
+Z85 (what zmq_curve_keypair and pyzmq's zmq.curve_keypair() make). Keep the
+secret key secret.";
+
 /// ZeroMQ pattern testers: send and receive lines over tcp and ipc with any
 /// ZeroMQ peer (libzmq, pyzmq, fabriq).
 #[derive(Parser, Debug)]
@@ -194,6 +206,9 @@ pub enum Command {
     /// Connect a socket to an endpoint and print its events
     #[command(after_help = MONITOR_HELP)]
     Monitor(MonitorArgs),
+    /// Print a new CURVE key pair in Z85: `public: KEY`, then `secret: KEY`
+    #[command(after_help = KEYGEN_HELP)]
+    Keygen,
     /// Benchmark fabriq against libzmq and a raw floor (`fabriq bench --help`)
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Bench {
@@ -265,6 +280,54 @@ pub struct SocketOpts {
     /// Routing id announced to peers: text, or 0x followed by hex
     #[arg(long, value_name = "ID", help_heading = "Socket options")]
     pub identity: Option<String>,
+    /// CURVE and PLAIN.
+    #[command(flatten)]
+    pub security: SecurityOpts,
+}
+
+/// Security: CURVE and PLAIN, server or client side. Keys are 40-character
+/// Z85 text, as `fabriq keygen` prints them.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Security (keys in Z85, as `fabriq keygen` prints them)")]
+pub struct SecurityOpts {
+    /// Be a CURVE server with this secret key; without --curve-allow* any client that knows
+    /// the public key gets in
+    #[arg(
+        long,
+        value_name = "SECRETKEY",
+        conflicts_with_all = ["curve_serverkey", "plain_server", "plain_username"]
+    )]
+    pub curve_server: Option<String>,
+    /// With --curve-server: let in the client with this public key (repeatable; checked over ZAP)
+    #[arg(long, value_name = "PUBKEY", requires = "curve_server")]
+    pub curve_allow: Vec<String>,
+    /// With --curve-server: let in the clients whose public certificates (czmq zcert files,
+    /// as pyzmq's zmq.auth.create_certificates writes them) are in DIR
+    #[arg(long, value_name = "DIR", requires = "curve_server")]
+    pub curve_allow_dir: Option<std::path::PathBuf>,
+    /// Be a CURVE client of the server with this public key (needs --curve-secretkey)
+    #[arg(
+        long,
+        value_name = "PUBKEY",
+        requires = "curve_secretkey",
+        conflicts_with_all = ["plain_server", "plain_username"]
+    )]
+    pub curve_serverkey: Option<String>,
+    /// The CURVE client's secret key (its public key is derived from it)
+    #[arg(long, value_name = "SECRETKEY", requires = "curve_serverkey")]
+    pub curve_secretkey: Option<String>,
+    /// Be a PLAIN server; the --plain-user table decides who gets in (checked over ZAP)
+    #[arg(long, requires = "plain_user", conflicts_with = "plain_username")]
+    pub plain_server: bool,
+    /// With --plain-server: accept this user name and password (repeatable)
+    #[arg(long, value_name = "USER:PASS", requires = "plain_server")]
+    pub plain_user: Vec<String>,
+    /// Be a PLAIN client with this user name (needs --plain-password)
+    #[arg(long, value_name = "USER", requires = "plain_password")]
+    pub plain_username: Option<String>,
+    /// The PLAIN client's password
+    #[arg(long, value_name = "PASS", requires = "plain_username")]
+    pub plain_password: Option<String>,
 }
 
 /// When to stop, and how much to say about it.

@@ -16,6 +16,7 @@ mod pattern;
 mod proxy;
 mod recv;
 mod run;
+mod security;
 mod send;
 mod sockets;
 mod stats;
@@ -78,6 +79,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Xsub(_) => "xsub",
         Command::Proxy(_) => "proxy",
         Command::Monitor(_) => "monitor",
+        Command::Keygen => "keygen",
         Command::Bench { .. } => "bench",
     }
 }
@@ -87,6 +89,7 @@ fn dispatch(command: Command, wake: &Wake) -> Result<Ending, CliError> {
     let spec = match command {
         Command::Proxy(a) => return proxy::run(&a, wake),
         Command::Monitor(a) => return monitor::run(&a, wake),
+        Command::Keygen => return security::keygen(),
         Command::Bench { .. } => unreachable!("bench is run before dispatch"),
         Command::Pub(a) => Spec {
             prefix: a.topic,

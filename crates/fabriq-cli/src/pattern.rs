@@ -12,6 +12,7 @@ use crate::error::{runtime, CliError, Ending};
 use crate::format::{Codec, Format};
 use crate::recv::Printer;
 use crate::run::{self, Job, Reply, Role};
+use crate::security;
 use crate::send::Source;
 use crate::sockets::{self, Target};
 use crate::stats::human_duration;
@@ -125,6 +126,8 @@ pub fn run_pattern(spec: Spec, wake: &Wake) -> Result<Ending, CliError> {
         Some(spec.socket.linger),
         spec.socket.identity.as_deref(),
     )?;
+    // Before any bind or connect: options apply to connections made later.
+    let authenticator = security::secure(&ctx, &socket, &spec.socket.security)?;
     if spec.kind == fabriq::SUB {
         for topic in topics(&spec.subscribe) {
             socket
@@ -181,6 +184,7 @@ pub fn run_pattern(spec: Spec, wake: &Wake) -> Result<Ending, CliError> {
         quiet: spec.run.quiet,
     };
     let (ending, stats) = run::run(job, wake)?;
+    drop(authenticator);
     // Waits for queued messages to leave (up to --linger).
     drop(ctx);
 

@@ -49,6 +49,23 @@ struct Names {
     pipes: HashMap<PipeId, (Weak<Queue>, Weak<Queue>)>,
 }
 
+/// A [`Registry`] that does not keep the names alive (for options, which
+/// the registry itself holds for bound sockets).
+#[derive(Default, Clone)]
+pub(crate) struct WeakRegistry(Weak<Mutex<Names>>);
+
+impl Registry {
+    pub(crate) fn downgrade(&self) -> WeakRegistry {
+        WeakRegistry(Arc::downgrade(&self.0))
+    }
+}
+
+impl WeakRegistry {
+    pub(crate) fn upgrade(&self) -> Option<Registry> {
+        self.0.upgrade().map(Registry)
+    }
+}
+
 fn registry(reg: &Registry) -> MutexGuard<'_, Names> {
     reg.0.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -204,6 +221,48 @@ pub(crate) fn connect(
             .push(pending),
     }
     ours
+}
+
+/// A pipe to the REP or ROUTER socket bound at `name`, for a session's
+/// ZAP client: no high-water marks (libzmq disables them on its ZAP
+/// pipe), and `wake` raised when the handler's reply arrives. `None` when
+/// no such socket is bound there.
+pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option<PipeEnd> {
+    let reg = registry(reg);
+    let Some(Binder::Socket { socket, .. }) = reg.bound.get(name) else {
+        return None;
+    };
+    if !matches!(
+        socket.socket_type,
+        fabriq_zmtp::SocketType::Rep | fabriq_zmtp::SocketType::Router
+    ) {
+        tracing::debug!(
+            "inproc://{name} is bound by a {} socket, not a ZAP handler (REP or ROUTER)",
+            socket.socket_type
+        );
+        return None;
+    }
+    let handler = Waker::Socket(socket.signal.clone());
+    let to_handler = Queue::new(0, handler.clone(), wake.clone());
+    let to_us = Queue::new(0, wake, handler);
+    let anonymous = PeerMeta {
+        identity: Default::default(),
+        metadata: None,
+    };
+    socket.attach(PipeEnd {
+        id: next_pipe_id(),
+        rx: to_handler.clone(),
+        tx: to_us.clone(),
+        peer_io: None,
+        peer: anonymous.clone(),
+    });
+    Some(PipeEnd {
+        id: next_pipe_id(),
+        rx: to_us,
+        tx: to_handler,
+        peer_io: None,
+        peer: anonymous,
+    })
 }
 
 /// Closes an inproc pipe made by `connect`.

@@ -30,6 +30,7 @@ mod context;
 mod endpoint;
 mod error;
 mod inproc;
+mod keys;
 mod mailbox;
 mod message;
 mod monitor;
@@ -39,14 +40,19 @@ mod pipe;
 mod poll;
 mod proxy;
 mod reactor;
+mod security;
 mod signal;
 mod socket;
 mod sync;
 mod topics;
 mod transport;
+mod zap;
+
+pub mod auth;
 
 pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
+pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};
 pub use message::Message;
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
 pub use proxy::{proxy, proxy_with_capture};
@@ -217,8 +223,13 @@ pub fn version() -> (i32, i32, i32) {
     (4, 3, 5)
 }
 
-/// Whether a capability is available: `ipc` yes; `pgm`, `tipc`, `norm`,
-/// `curve`, `gssapi`, `draft` not in this release.
+/// Whether a capability is available: `ipc`, `curve` and `plain` yes;
+/// `pgm`, `tipc`, `norm`, `gssapi`, `draft` not in this release.
+///
+/// ```
+/// assert_eq!(fabriq::has("curve"), Some(true));
+/// assert_eq!(fabriq::has("gssapi"), Some(false));
+/// ```
 pub fn has(capability: &str) -> Option<bool> {
-    Some(capability == "ipc")
+    Some(matches!(capability, "ipc" | "curve" | "plain"))
 }

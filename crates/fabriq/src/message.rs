@@ -86,8 +86,9 @@ impl Message {
     }
 
     /// A metadata property of the connection the message came from:
-    /// `Socket-Type`, `Identity`, `Peer-Address`, or an application `X-`
-    /// property the peer sent. Names are matched without regard to case.
+    /// `Socket-Type`, `Identity`, `Peer-Address`, an application `X-`
+    /// property the peer sent, or what the ZAP handler said about the
+    /// peer: `User-Id` and its metadata properties. Names are matched without regard to case.
     pub fn gets<'a>(&'a mut self, property: &str) -> Option<&'a str> {
         let meta = self.meta.as_deref()?;
         if property.eq_ignore_ascii_case("Peer-Address") {

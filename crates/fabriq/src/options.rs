@@ -6,10 +6,15 @@
 
 use std::time::Duration;
 
+use std::fmt;
+
 use bytes::Bytes;
-use fabriq_zmtp::Properties;
+use fabriq_zmtp::{CurveKeyPair, CurvePublicKey, CurveSecretKey, MechanismConfig, Properties};
+use zeroize::Zeroizing;
 
 use crate::error::{err, Error, Result};
+use crate::inproc::WeakRegistry;
+use crate::Mechanism;
 
 /// Bytes asked for per read when no large frame is arriving: enough to
 /// batch many small messages per system call, small enough that preparing
@@ -56,6 +61,8 @@ pub(crate) struct Options {
     pub recovery_ivl: i32,
     pub multicast_hops: i32,
     pub metadata: Properties,
+    /// PLAIN, CURVE and ZAP options.
+    pub security: Security,
 }
 
 impl Default for Options {
@@ -98,6 +105,7 @@ impl Default for Options {
             recovery_ivl: 10_000,
             multicast_hops: 1,
             metadata: Properties::new(),
+            security: Default::default(),
         }
     }
 }
@@ -152,11 +160,127 @@ impl Options {
         c.heartbeat_ttl = millis(self.heartbeat_ttl);
         c.heartbeat_timeout = millis(self.heartbeat_timeout);
         c.read_chunk = READ_CHUNK;
+        c.mechanism = self.security.mechanism_config();
+        c.authenticate = self.security.consults_zap();
         c
     }
 
     /// HWM as a queue bound (0 = none).
     pub(crate) fn hwm(value: i32) -> usize {
         usize::try_from(value).unwrap_or(0)
+    }
+}
+
+/// A socket's security options (set in `security.rs`) and what they mean
+/// for a connection, with libzmq 4.3's rules (`plain_server.cpp`,
+/// `curve_server.cpp`, `null_mechanism.cpp`).
+#[derive(Clone)]
+pub(crate) struct Security {
+    pub mechanism: Mechanism,
+    /// The server role (`ZMQ_PLAIN_SERVER`, `ZMQ_CURVE_SERVER`).
+    pub as_server: bool,
+    pub plain_username: Vec<u8>,
+    pub plain_password: Zeroizing<Vec<u8>>,
+    pub curve_public: [u8; 32],
+    pub curve_secret: Zeroizing<[u8; 32]>,
+    pub curve_server: [u8; 32],
+    pub zap_domain: String,
+    pub zap_enforce_domain: bool,
+    /// The context's inproc names, where the ZAP handler binds (weak: the
+    /// registry holds options of bound sockets).
+    pub names: WeakRegistry,
+}
+
+impl Default for Security {
+    fn default() -> Self {
+        Security {
+            mechanism: Mechanism::ZMQ_NULL,
+            as_server: false,
+            plain_username: Vec::new(),
+            plain_password: Zeroizing::new(Vec::new()),
+            curve_public: [0; 32],
+            curve_secret: Zeroizing::new([0; 32]),
+            curve_server: [0; 32],
+            zap_domain: String::new(),
+            zap_enforce_domain: false,
+            names: WeakRegistry::default(),
+        }
+    }
+}
+
+impl fmt::Debug for Security {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Security")
+            .field("mechanism", &self.mechanism)
+            .field("as_server", &self.as_server)
+            .field("zap_domain", &self.zap_domain)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Security {
+    /// The mechanism a new connection runs.
+    pub(crate) fn mechanism_config(&self) -> MechanismConfig {
+        match (self.mechanism, self.as_server) {
+            (Mechanism::ZMQ_PLAIN, true) => MechanismConfig::PlainServer,
+            (Mechanism::ZMQ_PLAIN, false) => MechanismConfig::plain_client(
+                self.plain_username.clone(),
+                self.plain_password.to_vec(),
+            ),
+            // The server's public key follows from its secret key (libzmq
+            // needs only the secret key on a server).
+            (Mechanism::ZMQ_CURVE, true) => MechanismConfig::CurveServer {
+                keys: CurveKeyPair::from_secret(CurveSecretKey::from_bytes(*self.curve_secret)),
+            },
+            // A client sends the public key it was given, as libzmq does.
+            (Mechanism::ZMQ_CURVE, false) => MechanismConfig::CurveClient {
+                server_public: CurvePublicKey(self.curve_server),
+                keys: CurveKeyPair {
+                    public: CurvePublicKey(self.curve_public),
+                    secret: CurveSecretKey::from_bytes(*self.curve_secret),
+                },
+            },
+            _ => MechanismConfig::Null,
+        }
+    }
+
+    /// Whether the connection stops for a ZAP decision (the session then
+    /// asks the handler, or decides as libzmq does without one):
+    /// a PLAIN server always; a CURVE server unless `zap_enforce_domain`
+    /// is on and no domain is set; NULL when a domain is set.
+    pub(crate) fn consults_zap(&self) -> bool {
+        match (self.mechanism, self.as_server) {
+            (Mechanism::ZMQ_PLAIN, true) => true,
+            (Mechanism::ZMQ_CURVE, true) => !self.zap_enforce_domain || !self.zap_domain.is_empty(),
+            (Mechanism::ZMQ_NULL, _) => !self.zap_domain.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zap_rules() {
+        let mut s = Security {
+            mechanism: Mechanism::ZMQ_CURVE,
+            as_server: true,
+            ..Security::default()
+        };
+        assert!(s.consults_zap());
+        s.zap_enforce_domain = true;
+        assert!(!s.consults_zap());
+        s.zap_domain = "global".into();
+        assert!(s.consults_zap());
+        s.mechanism = Mechanism::ZMQ_NULL;
+        assert!(s.consults_zap());
+        s.zap_domain.clear();
+        assert!(!s.consults_zap());
+        s.mechanism = Mechanism::ZMQ_PLAIN;
+        assert!(s.consults_zap());
+        s.as_server = false;
+        assert!(!s.consults_zap());
     }
 }

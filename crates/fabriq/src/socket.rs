@@ -24,7 +24,7 @@ use crate::monitor::Event;
 use crate::options::{check_identity, in_range, Options};
 use crate::pattern::{self, Pattern, Received};
 use crate::signal::Signal;
-use crate::{Mechanism, SocketType, DONTWAIT, SNDMORE};
+use crate::{SocketType, DONTWAIT, SNDMORE};
 
 static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -47,8 +47,8 @@ struct Endpoints {
     list: Vec<(String, String, Attachment)>,
 }
 
-struct Core {
-    opts: Options,
+pub(crate) struct Core {
+    pub(crate) opts: Options,
     pattern: Box<dyn Pattern>,
     /// The rest of the message being received.
     inbox: VecDeque<Bytes>,
@@ -119,11 +119,13 @@ impl Socket {
             signal.clone(),
         ));
         ctx.socket_opened(shared.id, signal);
+        let mut opts = Options::default();
+        opts.security.names = ctx.inner.inproc.downgrade();
         Ok(Socket {
             ctx,
             shared,
             core: RefCell::new(Core {
-                opts: Options::default(),
+                opts,
                 pattern: pattern::for_type(socket_type),
                 inbox: VecDeque::new(),
                 inbox_meta: None,
@@ -137,7 +139,7 @@ impl Socket {
         })
     }
 
-    fn core(&self) -> std::cell::RefMut<'_, Core> {
+    pub(crate) fn core(&self) -> std::cell::RefMut<'_, Core> {
         self.core.borrow_mut()
     }
 
@@ -532,11 +534,6 @@ impl Socket {
     /// The endpoint last bound or connected, with ephemeral ports resolved.
     pub fn get_last_endpoint(&self) -> Result<std::result::Result<String, Vec<u8>>> {
         Ok(Ok(self.core().last_endpoint.clone()))
-    }
-
-    /// The security mechanism (NULL in this release).
-    pub fn get_mechanism(&self) -> Result<Mechanism> {
-        Ok(Mechanism::ZMQ_NULL)
     }
 
     /// The routing id (`ZMQ_ROUTING_ID`, also known as identity).

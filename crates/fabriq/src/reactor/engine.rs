@@ -47,7 +47,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use fabriq_zmtp::{Connection, Event as ZEvent, PeerInfo, ProtocolError};
+use fabriq_zmtp::{
+    AuthReply, AuthRequest, Connection, Event as ZEvent, PeerInfo, ProtocolError, UsageError,
+};
 
 use crate::pipe::{Item, PeerIo, Queue};
 use crate::sync::{Mutex, MutexGuard};
@@ -84,6 +86,9 @@ pub(crate) enum Input {
     More,
     /// The handshake completed: the session attaches a pipe, then reads on.
     Handshake,
+    /// The handshake waits for an authentication decision (ZAP): the
+    /// session asks, then answers with [`Engine::auth_reply`].
+    Auth(AuthRequest),
     /// The connection ended.
     Ended(End),
 }
@@ -167,6 +172,12 @@ pub(crate) trait Engine: Send {
 
     /// Takes the engine's sources out of the poller before it is dropped.
     fn deregister(&mut self, poller: &mut Poller<'_>);
+
+    /// Answers the [`Input::Auth`] request the last read returned. An
+    /// engine that never returns one keeps this default.
+    fn auth_reply(&mut self, _reply: AuthReply) -> Result<(), UsageError> {
+        Err(UsageError::NoAuthPending)
+    }
 
     /// Speculative read on the socket's thread (see the module docs).
     fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled;
@@ -282,13 +293,7 @@ impl Engine for StreamEngine {
                         }
                         continue;
                     }
-                    // Only with Config::authenticate, which this crate
-                    // does not set yet (no ZAP handler support).
-                    Ok(Some(ZEvent::AuthRequest(r))) => {
-                        break Some(Input::Ended(End::Protocol(
-                            fabriq_zmtp::ProtocolError::NoAuthenticator(r.mechanism),
-                        )));
-                    }
+                    Ok(Some(ZEvent::AuthRequest(r))) => break Some(Input::Auth(r)),
                     Err(e) => break Some(Input::Ended(End::Protocol(e))),
                 };
                 if let Some(q) = inbound {
@@ -388,6 +393,10 @@ impl Engine for StreamEngine {
         self.conn.end_of_input()
     }
 
+    fn auth_reply(&mut self, reply: AuthReply) -> Result<(), UsageError> {
+        self.conn.auth_reply(reply)
+    }
+
     fn monitor_value(&self) -> u32 {
         self.stream.monitor_value()
     }
@@ -408,7 +417,8 @@ impl Engine for StreamEngine {
         let (input, delivered) = self.read(Some(inbound), reads, now);
         let mut hand_over = match input {
             Input::Idle | Input::Full => false,
-            Input::More | Input::Handshake => true,
+            // (No Auth here: this runs only after the handshake.)
+            Input::More | Input::Handshake | Input::Auth(_) => true,
             Input::Ended(end) => {
                 self.ended = Some(end);
                 true

@@ -643,6 +643,9 @@ impl Engine for FabricEngine {
                 return (Input::Handshake, 0);
             }
             Input::Ended(end) => return (Input::Ended(end), 0),
+            // The security handshake runs on the control channel: the
+            // session's ZAP client answers through `auth_reply`.
+            Input::Auth(request) => return (Input::Auth(request), 0),
             Input::Idle | Input::Full | Input::More => {}
         }
         if self.remote.is_none() {
@@ -719,6 +722,10 @@ impl Engine for FabricEngine {
 
     fn end_of_input(&mut self) -> Option<ProtocolError> {
         self.control.end_of_input()
+    }
+
+    fn auth_reply(&mut self, reply: fabriq_zmtp::AuthReply) -> Result<(), fabriq_zmtp::UsageError> {
+        self.control.auth_reply(reply)
     }
 
     fn monitor_value(&self) -> u32 {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabriq_zmtp::{Connection, ProtocolError};
+use fabriq_zmtp::{AuthRequest, Connection, ProtocolError};
 use mio::Token;
 
 use super::engine::{End, Engine, Input, Link, Reads, StreamEngine};
@@ -86,6 +86,8 @@ pub(super) struct Session {
     /// The socket is closed: finish sending, then go. `Some(None)`:
     /// linger forever.
     linger: Option<Option<Instant>>,
+    /// The ZAP request of a handshake in progress, waiting for its reply.
+    zap: Option<crate::zap::Pending>,
 }
 
 type Slot = Option<Box<dyn Engine>>;
@@ -106,6 +108,7 @@ impl Session {
             pipe,
             subs: Topics::default(),
             linger: None,
+            zap: None,
         }
     }
 
@@ -220,6 +223,9 @@ impl Session {
             // The protocol would not start (a configuration it refuses).
             return self.on_end(slot, poller, End::Eof, now);
         };
+        if let Err(end) = self.zap_reply(engine.as_mut()) {
+            return self.on_end(slot, poller, end, now);
+        }
         let reads = Reads {
             max: READ_BUDGET,
             speculative: false,
@@ -228,6 +234,11 @@ impl Session {
             let inbound = self.pipe.as_ref().map(|p| &*p.tx);
             match engine.read(inbound, reads, now).0 {
                 Input::Handshake => self.on_handshake(engine.as_mut()),
+                Input::Auth(request) => {
+                    if let Err(end) = self.ask_zap(engine.as_mut(), request) {
+                        return self.on_end(slot, poller, end, now);
+                    }
+                }
                 Input::Ended(end) => return self.on_end(slot, poller, end, now),
                 Input::More => break false,
                 Input::Idle | Input::Full => break true,
@@ -330,7 +341,7 @@ impl Session {
         let meta = PeerMeta {
             identity: peer.identity.clone(),
             metadata: Some(Arc::new(Metadata {
-                properties: peer.properties.clone(),
+                properties: crate::zap::message_properties(&peer),
                 peer_address: Some(engine.peer_address()),
             })),
         };
@@ -344,6 +355,47 @@ impl Session {
         if self.socket.socket_type.is_subscriber() {
             for topic in self.subs.iter() {
                 engine.subscribe(topic);
+            }
+        }
+    }
+
+    /// Asks the ZAP handler about the peer (see `zap.rs`); without one,
+    /// answers as libzmq does.
+    fn ask_zap(&mut self, engine: &mut dyn Engine, request: AuthRequest) -> Result<(), End> {
+        let session = self.link.clone();
+        match crate::zap::ask(&self.opts, &request, &engine.peer_address(), session) {
+            crate::zap::Asked::Sent(pending) => {
+                self.zap = Some(pending);
+                self.zap_reply(engine)
+            }
+            crate::zap::Asked::Allowed(reply) => {
+                let _ = engine.auth_reply(reply);
+                Ok(())
+            }
+            crate::zap::Asked::Refused(e) => Err(End::Protocol(e)),
+        }
+    }
+
+    /// Hands the ZAP handler's reply, once it has come, to the engine. A
+    /// malformed reply fails the handshake, as in libzmq.
+    fn zap_reply(&mut self, engine: &mut dyn Engine) -> Result<(), End> {
+        let Some(reply) = self.zap.as_ref().and_then(|z| z.poll()) else {
+            return Ok(());
+        };
+        self.zap = None;
+        match reply {
+            Ok(reply) => {
+                if let Err(e) = engine.auth_reply(reply) {
+                    tracing::debug!("{}: ZAP reply not taken: {e}", self.endpoint);
+                }
+                Ok(())
+            }
+            Err(bad) => {
+                self.socket
+                    .monitor
+                    .emit(Event::HandshakeFailedProtocol, bad.code, &self.endpoint);
+                let e = std::io::Error::new(std::io::ErrorKind::InvalidData, bad.to_string());
+                Err(End::Io(e))
             }
         }
     }
@@ -423,6 +475,7 @@ impl Session {
     /// Takes the connection (or the attempt) out of the poller and drops
     /// it, with the monitor event libzmq gives.
     fn drop_connection(&mut self, slot: &mut Slot, poller: &mut Poller<'_>) {
+        self.zap = None;
         if let Some(mut engine) = slot.take() {
             engine.deregister(poller);
             self.socket
@@ -468,6 +521,7 @@ impl Session {
 
     /// Closes everything (removal from the loop).
     pub(super) fn close(&mut self, poller: &mut Poller<'_>) {
+        self.zap = None;
         let link = self.link.clone();
         let mut slot = link.lock();
         if let Some(mut engine) = slot.take() {

@@ -979,3 +979,32 @@ fn tcp_connect_does_not_resolve_host_names_up_front() {
     assert_eq!(push.connect("tcp://no-such-host.invalid:5555"), Ok(()));
     push.send("waiting for DNS", zmq::DONTWAIT).unwrap();
 }
+
+/// Security options and Z85 with the zmq crate's signatures (PLAIN needs
+/// no crypto library, so libzmq builds without CURVE run this too).
+#[test]
+fn security_options_and_z85() {
+    let ctx = zmq::Context::new();
+    let s = ctx.socket(zmq::DEALER).unwrap();
+    s.set_plain_username(Some("user")).unwrap();
+    s.set_plain_password(Some("pass")).unwrap();
+    assert_eq!(s.get_mechanism().unwrap(), zmq::Mechanism::ZMQ_PLAIN);
+    assert_eq!(s.get_plain_username().unwrap().unwrap(), "user");
+    assert_eq!(s.get_plain_password().unwrap().unwrap(), "pass");
+    assert!(!s.is_plain_server().unwrap());
+    s.set_plain_server(true).unwrap();
+    assert!(s.is_plain_server().unwrap());
+    s.set_zap_domain("global").unwrap();
+    assert_eq!(s.get_zap_domain().unwrap().unwrap(), "global");
+    s.set_plain_server(false).unwrap();
+    assert_eq!(s.get_mechanism().unwrap(), zmq::Mechanism::ZMQ_NULL);
+
+    let bytes = [0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B];
+    let text: String = zmq::z85_encode(&bytes).unwrap();
+    assert_eq!(text, "HelloWorld");
+    let back: Vec<u8> = zmq::z85_decode(&text).unwrap();
+    assert_eq!(back, bytes);
+    assert!(matches!(zmq::z85_encode(b"abc"), Err(zmq::EncodeError::BadLength)));
+    assert!(matches!(zmq::z85_decode("abcd"), Err(zmq::DecodeError::BadLength)));
+    let _keys: fn() -> zmq::Result<zmq::CurveKeyPair> = zmq::CurveKeyPair::new;
+}
