@@ -271,3 +271,45 @@ fn an_unknown_provider_is_refused_with_its_name() {
     );
     assert_eq!(s.bind("ofi+://127.0.0.1:*"), Err(zmq::Error::EINVAL));
 }
+
+/// The control connection runs the socket's security mechanism, so CURVE
+/// authenticates the peers before either learns the other's fabric address
+/// (it travels in READY metadata, inside CURVE's boxes); a client with the
+/// wrong server key never gets a fabric path.
+#[test]
+fn curve_on_the_control_connection_guards_the_fabric() {
+    let server_keys = zmq::CurveKeyPair::new().unwrap();
+    let client_keys = zmq::CurveKeyPair::new().unwrap();
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    pull.set_curve_server(true).unwrap();
+    pull.set_curve_secretkey(&server_keys.secret_key).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+
+    let push = socket(&other, zmq::PUSH);
+    push.set_curve_serverkey(&server_keys.public_key).unwrap();
+    push.set_curve_publickey(&client_keys.public_key).unwrap();
+    push.set_curve_secretkey(&client_keys.secret_key).unwrap();
+    push.connect(&endpoint).unwrap();
+    for i in 0..20usize {
+        push.send(&body(i, i * 5000)[..], 0).unwrap();
+    }
+    for i in 0..20usize {
+        assert_eq!(pull.recv_bytes(0).unwrap(), body(i, i * 5000));
+    }
+
+    let wrong = zmq::CurveKeyPair::new().unwrap();
+    let intruder = socket(&other, zmq::PUSH);
+    intruder.set_curve_serverkey(&wrong.public_key).unwrap();
+    intruder
+        .set_curve_publickey(&client_keys.public_key)
+        .unwrap();
+    intruder
+        .set_curve_secretkey(&client_keys.secret_key)
+        .unwrap();
+    intruder.connect(&endpoint).unwrap();
+    intruder.send("must not arrive", 0).unwrap();
+    pull.set_rcvtimeo(500).unwrap();
+    assert_eq!(pull.recv_bytes(0), Err(zmq::Error::EAGAIN));
+}
