@@ -1004,7 +1004,13 @@ fn security_options_and_z85() {
     assert_eq!(text, "HelloWorld");
     let back: Vec<u8> = zmq::z85_decode(&text).unwrap();
     assert_eq!(back, bytes);
-    assert!(matches!(zmq::z85_encode(b"abc"), Err(zmq::EncodeError::BadLength)));
-    assert!(matches!(zmq::z85_decode("abcd"), Err(zmq::DecodeError::BadLength)));
+    assert!(matches!(
+        zmq::z85_encode(b"abc"),
+        Err(zmq::EncodeError::BadLength)
+    ));
+    assert!(matches!(
+        zmq::z85_decode("abcd"),
+        Err(zmq::DecodeError::BadLength)
+    ));
     let _keys: fn() -> zmq::Result<zmq::CurveKeyPair> = zmq::CurveKeyPair::new;
 }
