@@ -61,6 +61,12 @@ const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
 /// The control-channel command that returns credits (body: u32, big
 /// endian).
 const CREDIT: &[u8] = b"CREDIT";
+/// The control-channel command a closing peer sends last: how many pages
+/// it sent (u32, big endian), so the receiver takes them all before it
+/// ends the connection.
+const FIN: &[u8] = b"FIN";
+/// How long a receiver waits for the pages a FIN announced.
+const FIN_WAIT: Duration = Duration::from_secs(5);
 
 /// What a node knows of one connection.
 #[derive(Debug, Default)]
@@ -375,6 +381,11 @@ pub(crate) struct FabricEngine {
     /// When to try a refused send again (the provider said EAGAIN while
     /// nothing of ours was in flight to bring a completion).
     retry_at: Option<Instant>,
+    /// The pages the peer said it sent, in its FIN.
+    peer_fin: Option<u32>,
+    /// The control connection ended after a FIN: how it ended, and until
+    /// when the pages before the FIN are waited for.
+    draining: Option<(End, Instant)>,
 }
 
 impl std::fmt::Debug for FabricEngine {
@@ -438,6 +449,8 @@ impl FabricEngine {
             publisher,
             failed: None,
             retry_at: None,
+            peer_fin: None,
+            draining: None,
         })
     }
 
@@ -479,14 +492,27 @@ impl FabricEngine {
         }
     }
 
-    /// Applies the CREDIT commands the peer sent on the control channel.
-    fn take_credits(&mut self) {
+    /// Applies the CREDIT and FIN commands the peer sent on the control
+    /// channel.
+    fn take_commands(&mut self) {
         for (name, body) in self.control.take_commands() {
-            if name.as_ref() == CREDIT && body.len() == 4 {
-                let n = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                self.credits = self.credits.saturating_add(n);
+            let Ok(n) = <[u8; 4]>::try_from(body.as_ref()).map(u32::from_be_bytes) else {
+                continue;
+            };
+            match name.as_ref() {
+                CREDIT => self.credits = self.credits.saturating_add(n),
+                FIN => self.peer_fin = Some(n),
+                _ => {}
             }
         }
+    }
+
+    /// Whether every page the peer's FIN announced has been taken.
+    fn drained(&self) -> bool {
+        self.peer_fin
+            .map_or(true, |n| self.recv_seq.wrapping_sub(n) < u32::MAX / 2)
+            && self.received.is_empty()
+            && self.straddle.is_empty()
     }
 
     /// Decodes received pages into `inbound` until it is full.
@@ -632,8 +658,22 @@ impl Engine for FabricEngine {
         if let Some(why) = self.failed.take() {
             return (Input::Ended(End::Io(io::Error::other(why))), 0);
         }
-        let (input, _) = self.control.read(None, reads, now);
-        self.take_credits();
+        // After the control connection ended behind a FIN, only the pages
+        // the FIN announced are still taken.
+        let input = if self.draining.is_some() {
+            Input::Idle
+        } else {
+            let (input, _) = self.control.read(None, reads, now);
+            self.take_commands();
+            input
+        };
+        let input = match input {
+            Input::Ended(end) if self.peer_fin.is_some() && self.remote.is_some() => {
+                self.draining = Some((end, now + FIN_WAIT));
+                Input::Idle
+            }
+            other => other,
+        };
         match input {
             Input::Handshake => {
                 if let Err(why) = self.learn_peer() {
@@ -662,6 +702,10 @@ impl Engine for FabricEngine {
         };
         match self.deliver(q) {
             Ok(n) => {
+                if self.draining.is_some() && self.drained() {
+                    let (end, _) = self.draining.take().expect("draining");
+                    return (Input::Ended(end), n);
+                }
                 self.return_credits(false);
                 let full = !q.has_room() && !self.received.is_empty();
                 (if full { Input::Full } else { Input::Idle }, n)
@@ -671,6 +715,10 @@ impl Engine for FabricEngine {
     }
 
     fn write(&mut self, outbound: Option<&Queue>, subs: Option<&mut Topics>) -> io::Result<()> {
+        if self.draining.is_some() {
+            // The peer is gone: only its last pages are still taken.
+            return Ok(());
+        }
         self.flow_out(outbound, subs);
         self.control.write(None, None)
     }
@@ -703,16 +751,29 @@ impl Engine for FabricEngine {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.control.poll_timeout(), self.retry_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.control.poll_timeout(),
+            self.retry_at,
+            self.draining.as_ref().map(|(_, until)| *until),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn handle_timeout(&mut self, now: Instant) -> Result<(), ProtocolError> {
         if self.retry_at.is_some_and(|t| t <= now) {
             // The session writes after the timers: the send is retried.
             self.retry_at = None;
+        }
+        if self
+            .draining
+            .as_ref()
+            .is_some_and(|(_, until)| *until <= now)
+        {
+            // The pages the FIN announced did not all come.
+            self.draining = None;
+            self.failed = Some("the pages before the peer's FIN did not arrive".into());
         }
         if self.control.poll_timeout().is_some_and(|t| t <= now) {
             self.control.handle_timeout(now)?;
@@ -733,6 +794,15 @@ impl Engine for FabricEngine {
     }
 
     fn deregister(&mut self, poller: &mut Poller<'_>) {
+        // Last on the control connection: how many pages we sent, so the
+        // peer takes them all before it ends (best effort: a stream that
+        // would block loses it, and the peer then ends at once).
+        if self.control.is_active() && self.remote.is_some() {
+            let body = Bytes::copy_from_slice(&self.send_seq.to_be_bytes());
+            if self.control.send_command(FIN, body).is_ok() {
+                let _ = self.control.write(None, None);
+            }
+        }
         self.control.deregister(poller);
         self.node.remove(self.id);
         let demux: Arc<dyn Demux> = self.node.clone();
