@@ -1,6 +1,7 @@
-//! fabriq: ZeroMQ's messaging patterns over TCP, IPC and inproc (and, in
-//! a later release, RDMA fabrics through libfabric), with the API of the
-//! `zmq` crate and the ZMTP 3.x wire protocol.
+//! fabriq: ZeroMQ's messaging patterns over TCP, IPC and inproc, and over
+//! RDMA fabrics through libfabric (`ofi+PROVIDER://`, a first cut: see
+//! docs/fabric.md), with the API of the `zmq` crate and the ZMTP 3.x wire
+//! protocol.
 //!
 //! `use fabriq as zmq;` is meant to be the whole migration:
 //!

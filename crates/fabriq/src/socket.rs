@@ -343,7 +343,8 @@ impl Socket {
 
     /// Accepts connections on `endpoint`: `tcp://host:port` (port `*` or
     /// `0` for an ephemeral one), `ipc://path`, `ipc://@abstract`,
-    /// `ipc://*`, `inproc://name`.
+    /// `ipc://*`, `inproc://name`, `ofi+PROVIDER://host:port` (libfabric;
+    /// the address is the TCP control connection's).
     pub fn bind(&self, endpoint: &str) -> Result<()> {
         self.check_open()?;
         let parsed = Endpoint::parse(endpoint, Role::Bind)?;
