@@ -154,6 +154,28 @@ Prints two lines, `public: KEY` and `secret: KEY`, each KEY 40 characters of
 Z85 (what zmq_curve_keypair and pyzmq's zmq.curve_keypair() make). Keep the
 secret key secret.";
 
+const INFO_HELP: &str = "\
+Examples:
+  fabriq info                   # every RDM provider, one line each
+  fabriq info --provider tcp -v # one provider, with fi_info's full text
+
+Lists what fi_getinfo offers for reliable datagram (RDM) endpoints, the kind
+`ofi+PROVIDER://HOST:PORT` endpoints use: provider, fabric, domain, whether
+data and control progress on their own (auto) or only while fabriq reads
+the completion queues (manual), and the endpoint to write. Exits 1 with
+libfabric's reason when the provider is not available.";
+
+/// Options of `fabriq info`.
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// Only this provider (tcp, shm, verbs, psm2, efa, ...).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Also print fi_info's full description of each.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
 /// ZeroMQ pattern testers: send and receive lines over tcp and ipc with any
 /// ZeroMQ peer (libzmq, pyzmq, fabriq).
 #[derive(Parser, Debug)]
@@ -209,6 +231,9 @@ pub enum Command {
     /// Print a new CURVE key pair in Z85: `public: KEY`, then `secret: KEY`
     #[command(after_help = KEYGEN_HELP)]
     Keygen,
+    /// List the libfabric providers this machine offers for ofi+ endpoints
+    #[command(after_help = INFO_HELP)]
+    Info(InfoArgs),
     /// Benchmark fabriq against libzmq and a raw floor (`fabriq bench --help`)
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Bench {

@@ -11,6 +11,7 @@
 mod args;
 mod error;
 mod format;
+mod info;
 mod monitor;
 mod pattern;
 mod proxy;
@@ -80,6 +81,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Proxy(_) => "proxy",
         Command::Monitor(_) => "monitor",
         Command::Keygen => "keygen",
+        Command::Info(_) => "info",
         Command::Bench { .. } => "bench",
     }
 }
@@ -90,6 +92,7 @@ fn dispatch(command: Command, wake: &Wake) -> Result<Ending, CliError> {
         Command::Proxy(a) => return proxy::run(&a, wake),
         Command::Monitor(a) => return monitor::run(&a, wake),
         Command::Keygen => return security::keygen(),
+        Command::Info(a) => return info::run(&a),
         Command::Bench { .. } => unreachable!("bench is run before dispatch"),
         Command::Pub(a) => Spec {
             prefix: a.topic,

@@ -530,3 +530,29 @@ fn monitor_with_bind_shows_listening() {
         "{done:#?}"
     );
 }
+
+#[test]
+fn info_lists_the_fabric_providers_and_names_a_missing_one() {
+    let out = common::fabriq(&["info"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ofi+tcp://HOST:PORT"), "{text}");
+    assert!(text.contains("ofi+shm://HOST:PORT"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let unique: std::collections::HashSet<&&str> = lines.iter().collect();
+    assert_eq!(lines.len(), unique.len(), "one line per description");
+
+    let out = common::fabriq(&["info", "--provider", "verbs"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("verbs") && err.contains("not available"),
+        "{err}"
+    );
+}

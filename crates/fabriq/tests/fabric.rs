@@ -339,3 +339,22 @@ fn curve_on_the_control_connection_guards_the_fabric() {
     pull.set_rcvtimeo(500).unwrap();
     assert_eq!(pull.recv_bytes(0), Err(zmq::Error::EAGAIN));
 }
+
+/// `ofi://` takes the first provider libfabric offers and binds it where
+/// the control connection is (loopback here).
+#[test]
+fn ofi_without_a_provider_takes_the_first_offered() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    let push = socket(&other, zmq::PUSH);
+    pull.bind("ofi://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+    assert!(endpoint.starts_with("ofi://127.0.0.1:"), "{endpoint}");
+    push.connect(&endpoint).unwrap();
+    for i in 0..50usize {
+        push.send(&body(i, i * 100)[..], 0).unwrap();
+    }
+    for i in 0..50usize {
+        assert_eq!(pull.recv_bytes(0).unwrap(), body(i, i * 100));
+    }
+}

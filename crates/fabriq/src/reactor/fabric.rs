@@ -114,9 +114,27 @@ impl Node {
     /// Opens the provider's first RDM endpoint on `local` (an address to
     /// bind to, for providers that have addresses) and posts its receives.
     pub(crate) fn open(provider: Option<&str>, local: Option<&str>) -> Result<Node, String> {
+        // `ofi://`: the first provider offered, named, so that an
+        // address-based one is bound like `ofi+NAME://` would be.
+        let first;
+        let provider = match provider {
+            Some(p) => Some(p),
+            None => {
+                let infos = fabriq_ofi::getinfo(&crate::transport::ofi::hints(None))
+                    .map_err(|e| e.to_string())?;
+                let info = infos.first().ok_or("fi_getinfo offered no endpoint")?;
+                first = info.provider().split(';').next().unwrap_or("").to_string();
+                Some(first.as_str())
+            }
+        };
         let mut hints = crate::transport::ofi::hints(provider);
         if let Some(ip) = local.filter(|ip| !ip.is_empty()) {
-            if matches!(provider, Some("tcp") | Some("sockets")) {
+            // Providers with IP addresses bind where the control
+            // connection is, so the fabric traffic takes the same path.
+            if matches!(
+                provider,
+                Some("tcp") | Some("sockets") | Some("net") | Some("udp")
+            ) {
                 hints = hints.node(ip).source(true);
             }
         }
