@@ -347,8 +347,6 @@ impl Demux for Node {
         let mut s = self.lock();
         out.append(&mut s.pending_ready);
         s.reap(out);
-        out.sort_unstable();
-        out.dedup();
     }
 
     fn may_sleep(&self) -> bool {

@@ -442,7 +442,10 @@ impl EventLoop {
                 .take_ready(event.token(), &mut fanned_out)
             {
                 // One event, many sessions: each one the source has work
-                // for runs as if its own descriptor had been reported.
+                // for runs (once) as if its own descriptor had been
+                // reported.
+                fanned_out.sort_unstable();
+                fanned_out.dedup();
                 for Token(t) in fanned_out.drain(..) {
                     if let Some(s) = self.sessions.get_mut(&t) {
                         s.ready(true, true);

@@ -475,19 +475,25 @@ impl Session {
     /// Takes the connection (or the attempt) out of the poller and drops
     /// it, with the monitor event libzmq gives.
     fn drop_connection(&mut self, slot: &mut Slot, poller: &mut Poller<'_>) {
-        self.zap = None;
-        if let Some(mut engine) = slot.take() {
-            engine.deregister(poller);
-            self.socket
-                .monitor
-                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
-        }
+        self.drop_engine(slot, poller);
         if let Some(mut stream) = self.connecting.take() {
             stream.deregister(poller);
             // A connect that failed: libzmq reports its socket closed.
             self.socket
                 .monitor
                 .emit(Event::Closed, stream.monitor_value(), &self.endpoint);
+        }
+    }
+
+    /// Takes the engine (and a ZAP request of its handshake) out, with
+    /// DISCONNECTED.
+    fn drop_engine(&mut self, slot: &mut Slot, poller: &mut Poller<'_>) {
+        self.zap = None;
+        if let Some(mut engine) = slot.take() {
+            engine.deregister(poller);
+            self.socket
+                .monitor
+                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
         }
     }
 
@@ -521,15 +527,9 @@ impl Session {
 
     /// Closes everything (removal from the loop).
     pub(super) fn close(&mut self, poller: &mut Poller<'_>) {
-        self.zap = None;
         let link = self.link.clone();
         let mut slot = link.lock();
-        if let Some(mut engine) = slot.take() {
-            engine.deregister(poller);
-            self.socket
-                .monitor
-                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
-        }
+        self.drop_engine(&mut slot, poller);
         if let Some(mut stream) = self.connecting.take() {
             stream.deregister(poller);
         }

@@ -97,8 +97,6 @@ impl Demux for Readiness {
     fn take_ready(&self, out: &mut Vec<Token>) {
         let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
         out.append(&mut ready);
-        out.sort_unstable();
-        out.dedup();
     }
 }
 

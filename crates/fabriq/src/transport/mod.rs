@@ -195,7 +195,8 @@ pub(crate) trait Demux: Send + Sync {
     /// gets work.
     fn fds(&self) -> Vec<RawFd>;
 
-    /// Moves the tokens of the connections that have work into `out`.
+    /// Moves the tokens of the connections that have work into `out`; a
+    /// token may come more than once (the loop runs each session once).
     fn take_ready(&self, out: &mut Vec<Token>);
 
     /// Asked before the I/O thread sleeps: false if it must not sleep on
