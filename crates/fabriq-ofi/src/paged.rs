@@ -49,6 +49,8 @@ pub enum Event {
         page: Page,
         /// The peer it went to.
         dest: FiAddr,
+        /// The tag the send was posted with.
+        tag: u64,
     },
     /// A receive completed: `page.len()` is the message length.
     Received {
@@ -61,6 +63,10 @@ pub enum Event {
     SendFailed {
         /// The page that was to be sent.
         page: Page,
+        /// The peer it was for.
+        dest: FiAddr,
+        /// The tag the send was posted with.
+        tag: u64,
         /// The error entry.
         error: CompletionError,
     },
@@ -90,7 +96,7 @@ struct Ctx(UnsafeCell<[usize; 4]>);
 
 enum Slot {
     Free,
-    Send(Page, FiAddr),
+    Send(Page, FiAddr, u64),
     Recv(Page),
 }
 
@@ -235,9 +241,17 @@ impl PagedEndpoint {
 
     /// Sends the first `page.len()` bytes of `page` to `dest`, with remote
     /// CQ data if `data` is given. The page comes back in [`Event::Sent`]
-    /// or [`Event::SendFailed`]. [`Error::Again`] means the provider's
-    /// queue is full: [`PagedEndpoint::poll`] and retry.
-    pub fn send(&mut self, page: Page, dest: FiAddr, data: Option<u64>) -> Result<(), PostError> {
+    /// or [`Event::SendFailed`], with `tag` (the caller's own name for the
+    /// send, e.g. which of several connections to one peer it was for).
+    /// [`Error::Again`] means the provider's queue is full:
+    /// [`PagedEndpoint::poll`] and retry.
+    pub fn send(
+        &mut self,
+        page: Page,
+        dest: FiAddr,
+        data: Option<u64>,
+        tag: u64,
+    ) -> Result<(), PostError> {
         if let Err(error) = self.check_page(&page) {
             return Err(PostError { error, page });
         }
@@ -254,7 +268,7 @@ impl PagedEndpoint {
             });
         };
         let (ptr, len, desc) = (page.ptr(), page.len(), page.desc());
-        self.slots[i] = Slot::Send(page, dest);
+        self.slots[i] = Slot::Send(page, dest, tag);
         // SAFETY: as in post_recv: registered memory owned by slots[i] until
         // completion or close; ctxs[i] unique to this operation.
         let posted = unsafe {
@@ -277,7 +291,7 @@ impl PagedEndpoint {
     fn take(&mut self, i: usize) -> Option<Page> {
         let page = match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return None,
-            Slot::Send(p, _) | Slot::Recv(p) => p,
+            Slot::Send(p, _, _) | Slot::Recv(p) => p,
         };
         self.free.push(i);
         Some(page)
@@ -328,9 +342,9 @@ impl PagedEndpoint {
             .ok_or_else(|| Self::unknown(c.context))?;
         match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return Err(Self::unknown(c.context)),
-            Slot::Send(page, dest) => {
+            Slot::Send(page, dest, tag) => {
                 self.sends -= 1;
-                events.push(Event::Sent { page, dest });
+                events.push(Event::Sent { page, dest, tag });
             }
             Slot::Recv(mut page) => {
                 self.recvs -= 1;
@@ -349,9 +363,14 @@ impl PagedEndpoint {
             .ok_or_else(|| Error::Completion(Box::new(error.clone())))?;
         match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return Err(Error::Completion(Box::new(error))),
-            Slot::Send(page, _) => {
+            Slot::Send(page, dest, tag) => {
                 self.sends -= 1;
-                events.push(Event::SendFailed { page, error });
+                events.push(Event::SendFailed {
+                    page,
+                    dest,
+                    tag,
+                    error,
+                });
             }
             Slot::Recv(mut page) => {
                 self.recvs -= 1;

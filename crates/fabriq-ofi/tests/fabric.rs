@@ -145,7 +145,7 @@ fn exchange(provider: &str, count: usize) {
             let len = size_of(next_send);
             let off = next_send % 251;
             page.fill(&pat[off..off + len]).unwrap();
-            match a.ep.send(page, a.peer, Some(next_send as u64)) {
+            match a.ep.send(page, a.peer, Some(next_send as u64), 0) {
                 Ok(()) => next_send += 1,
                 // Queue full / connection still being set up: progress first.
                 Err(e) if e.error.is_again() => break,
@@ -156,7 +156,7 @@ fn exchange(provider: &str, count: usize) {
         b.ep.poll(&mut events, 64).unwrap();
         for ev in events.drain(..) {
             match ev {
-                Event::Sent { page, dest } => {
+                Event::Sent { page, dest, .. } => {
                     assert_eq!(dest, a.peer);
                     drop(page);
                     sent_done += 1;
@@ -367,7 +367,7 @@ fn wait_fd(provider: &str) {
 
     let mut page = a.pool.get().unwrap();
     page.fill(b"wake up").unwrap();
-    a.ep.send(page, peer, None).map_err(|e| e.error).unwrap();
+    a.ep.send(page, peer, None, 0).map_err(|e| e.error).unwrap();
     // Sender side progress (manual-progress providers) until its send
     // completes; the receiver does not touch its CQ meanwhile.
     poll_until(&mut a, deadline(10), "send completion", |e| match e {

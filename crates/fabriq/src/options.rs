@@ -63,6 +63,38 @@ pub(crate) struct Options {
     pub metadata: Properties,
     /// PLAIN, CURVE and ZAP options.
     pub security: Security,
+    /// The fabric data path's options (`ofi+` endpoints).
+    pub fabric: FabricOptions,
+    /// How long a blocking send or receive reads and writes its
+    /// connections on the calling thread before it sleeps, in µs (0: it
+    /// sleeps at once).
+    pub spin_us: i32,
+}
+
+/// How an `ofi+` connection moves messages (docs/fabric.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FabricOptions {
+    /// Coalesce messages into pages (true), or send each message at once
+    /// in its own page(s).
+    pub buffered: bool,
+    /// Buffered mode: how long a partly filled page may wait for more
+    /// messages, in µs (0: it goes as soon as nothing more is queued).
+    pub flush_us: i32,
+    /// Bytes per registered page.
+    pub page_size: i32,
+    /// Registered pages per fabric endpoint.
+    pub page_count: i32,
+}
+
+impl Default for FabricOptions {
+    fn default() -> Self {
+        FabricOptions {
+            buffered: true,
+            flush_us: 0,
+            page_size: 64 * 1024,
+            page_count: 512,
+        }
+    }
 }
 
 impl Default for Options {
@@ -106,6 +138,8 @@ impl Default for Options {
             multicast_hops: 1,
             metadata: Properties::new(),
             security: Default::default(),
+            fabric: FabricOptions::default(),
+            spin_us: 0,
         }
     }
 }

@@ -169,6 +169,10 @@ impl Socket {
     ) -> Result<T> {
         let deadline =
             (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        // With spin_us, the first EAGAIN starts a spell of looking again
+        // at once (each look reads the connections on this thread, see
+        // `Pipes::fair_recv`) before the sleeps begin.
+        let mut spin_until: Option<Instant> = None;
         loop {
             // Clear first: anything that happens after this look raises
             // the signal again, so no wake-up is lost.
@@ -182,8 +186,18 @@ impl Socket {
                     if nonblocking || timeout_ms == 0 {
                         return Err(Error::EAGAIN);
                     }
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
                         return err(Error::EAGAIN, "timed out");
+                    }
+                    let spin = core.opts.spin_us;
+                    if spin > 0 {
+                        let until = *spin_until
+                            .get_or_insert_with(|| now + Duration::from_micros(spin as u64));
+                        if now < until {
+                            std::hint::spin_loop();
+                            continue;
+                        }
                     }
                     self.shared.signal.wait(deadline);
                 }
@@ -687,6 +701,92 @@ int_options! {
     (get_recovery_ivl, set_recovery_ivl) => recovery_ivl [0, i32::MAX],
     /// Multicast hops (recorded; no multicast transport).
     (get_multicast_hops, set_multicast_hops) => multicast_hops [1, i32::MAX],
+    /// fabriq extra: how long a blocking send or receive keeps reading and
+    /// writing its connections on the calling thread before it sleeps, in
+    /// µs (0, the default: sleep at once). Spinning trades a core for
+    /// latency; over `ofi+` endpoints it polls the completion queue as
+    /// `fi_pingpong` does. Applies to sockets with up to 8 connections.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let rep = ctx.socket(fabriq::REP).unwrap();
+    /// rep.set_spin_us(50).unwrap();
+    /// assert_eq!(rep.get_spin_us().unwrap(), 50);
+    /// assert!(rep.set_spin_us(-1).is_err());
+    /// ```
+    (get_spin_us, set_spin_us) => spin_us [0, 10_000_000],
+}
+
+/// Options of the fabric data path, `ofi+` endpoints (fabriq extras; see
+/// docs/fabric.md). They apply to connections made after they are set.
+macro_rules! fabric_int_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident [$min:expr, $max:expr] ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                pub fn $get(&self) -> Result<i32> {
+                    Ok(self.core().opts.fabric.$field)
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: i32) -> Result<()> {
+                    self.core().opts.fabric.$field =
+                        in_range(concat!("fabric_", stringify!($field)), value, $min, $max)?;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+fabric_int_options! {
+    /// Buffered mode: how long a partly filled page may wait for more
+    /// messages before it is sent, in µs (0, the default: it goes as soon
+    /// as the socket has nothing more queued).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let push = ctx.socket(fabriq::PUSH).unwrap();
+    /// push.set_fabric_flush_us(100).unwrap();
+    /// assert_eq!(push.get_fabric_flush_us().unwrap(), 100);
+    /// ```
+    (get_fabric_flush_us, set_fabric_flush_us) => flush_us [0, 10_000_000],
+    /// Bytes per registered page (default 64 KiB; 4 KiB to 64 MiB). A
+    /// page is the unit a fabric send carries; peers may differ (a sender
+    /// fills at most the receiver's page size).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let push = ctx.socket(fabriq::PUSH).unwrap();
+    /// assert_eq!(push.get_fabric_page_size().unwrap(), 65536);
+    /// assert!(push.set_fabric_page_size(1000).is_err());
+    /// ```
+    (get_fabric_page_size, set_fabric_page_size) => page_size [4096, 64 << 20],
+    /// Registered pages per fabric endpoint (default 512; at least 16).
+    /// A quarter (at most 128) are kept posted for receiving.
+    (get_fabric_page_count, set_fabric_page_count) => page_count [16, 1 << 20],
+}
+
+impl Socket {
+    /// Whether `ofi+` connections coalesce messages into pages (true, the
+    /// default) or send each message at once in its own page(s)
+    /// (unbuffered: lowest latency, one fabric send per message).
+    pub fn is_fabric_buffered(&self) -> Result<bool> {
+        Ok(self.core().opts.fabric.buffered)
+    }
+
+    /// Chooses the fabric send mode; see [`Socket::is_fabric_buffered`].
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let push = ctx.socket(fabriq::PUSH).unwrap();
+    /// push.set_fabric_buffered(false).unwrap();
+    /// assert!(!push.is_fabric_buffered().unwrap());
+    /// ```
+    pub fn set_fabric_buffered(&self, value: bool) -> Result<()> {
+        self.core().opts.fabric.buffered = value;
+        Ok(())
+    }
 }
 
 /// Boolean options.

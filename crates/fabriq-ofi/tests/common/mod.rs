@@ -129,7 +129,7 @@ pub fn send_retry(
 ) {
     let mut events = Vec::new();
     loop {
-        match side.ep.send(page, dest, None) {
+        match side.ep.send(page, dest, None, 0) {
             Ok(()) => return,
             Err(e) if e.error.is_again() => page = e.page,
             Err(e) => panic!("send: {}", e.error),

@@ -28,36 +28,42 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint};
 use fabriq_zmtp::frame::{encode_header, FrameDecoder};
 use fabriq_zmtp::{Command, Multipart, PeerInfo, Properties, ProtocolError};
 use mio::Token;
 
 use super::engine::{End, Engine, Input, Pulled, Reads, StreamEngine};
+use crate::options::{FabricOptions, Options};
 use crate::pipe::{Item, Queue};
 use crate::topics::Topics;
 use crate::transport::{Demux, Poller};
 
-/// Bytes per registered page.
-const PAGE_SIZE: usize = 64 * 1024;
-/// Pages per node: posted receives, pages being filled and sent, and
-/// received pages the application still holds slices of.
-const POOL_PAGES: usize = 512;
-/// Receives kept posted.
+/// Receives kept posted, at most (a quarter of the pool, if smaller).
 const POSTED: usize = 128;
-/// Pages a sender may have in flight to one peer (granted in READY).
+/// Pages a sender may have in flight to one peer (granted in READY), at
+/// most (the receiver's posted receives, if fewer).
 const WINDOW: u32 = 32;
 /// How often a node without wait descriptors (shm on libfabric 1.17) is
-/// polled while it has connections.
+/// polled while it has connections, as a backstop to the doorbell.
 const POLL_EVERY: Duration = Duration::from_millis(1);
 /// How soon a send the provider refused (EAGAIN) is tried again.
 const RETRY: Duration = Duration::from_micros(200);
+/// The most a receiver reserves up front for a frame that spans pages
+/// (larger ones grow as their pages come).
+const RESERVE_MAX: usize = 16 << 20;
 
 /// READY metadata of a fabric connection.
 const PROP_ADDRESS: &str = "X-Fabriq-Ofi-Address";
 const PROP_ID: &str = "X-Fabriq-Ofi-Id";
 const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
+/// The receiver's page size: a sender fills no more of a page.
+const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
+/// Present when the receiver's node has no wait descriptor to sleep on:
+/// the sender then rings it (a `RING` command on the control connection)
+/// after sending pages, so it does not wait for its next poll.
+const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
 /// The control-channel command that returns credits (body: u32, big
 /// endian).
 const CREDIT: &[u8] = b"CREDIT";
@@ -67,13 +73,14 @@ const CREDIT: &[u8] = b"CREDIT";
 const FIN: &[u8] = b"FIN";
 /// How long a receiver waits for the pages a FIN announced.
 const FIN_WAIT: Duration = Duration::from_secs(5);
+/// The control-channel command that wakes a receiver without wait
+/// descriptors (empty body).
+const RING: &[u8] = b"RING";
 
 /// What a node knows of one connection.
 #[derive(Debug, Default)]
 struct Conn {
     token: Option<Token>,
-    /// The peer's address in the address vector, once known.
-    remote: Option<FiAddr>,
     /// Received pages by sequence number, until the engine takes them in
     /// order.
     arrived: BTreeMap<u32, Bytes>,
@@ -85,6 +92,8 @@ struct Conn {
 
 struct NodeState {
     ep: PagedEndpoint,
+    /// Receives to keep posted.
+    posted: usize,
     pool: PagePool,
     conns: HashMap<u32, Conn>,
     next_id: u32,
@@ -102,6 +111,9 @@ pub(crate) struct Node {
     fds: Vec<RawFd>,
     name: Vec<u8>,
     provider: String,
+    page_size: usize,
+    /// The pages each peer may have in flight to us.
+    window: u32,
 }
 
 impl std::fmt::Debug for Node {
@@ -111,9 +123,25 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
+    /// The key of the node for `provider` on `local` with `fabric`'s
+    /// page geometry, among an I/O thread's local sources.
+    fn key(provider: Option<&str>, local: &str, fabric: &FabricOptions) -> String {
+        format!(
+            "ofi:{}:{local}:{}x{}",
+            provider.unwrap_or(""),
+            fabric.page_count,
+            fabric.page_size
+        )
+    }
+
     /// Opens the provider's first RDM endpoint on `local` (an address to
-    /// bind to, for providers that have addresses) and posts its receives.
-    pub(crate) fn open(provider: Option<&str>, local: Option<&str>) -> Result<Node, String> {
+    /// bind to, for providers that have addresses), registers its pages
+    /// and posts its receives.
+    pub(crate) fn open(
+        provider: Option<&str>,
+        local: Option<&str>,
+        fabric: &FabricOptions,
+    ) -> Result<Node, String> {
         // `ofi://`: the first provider offered, named, so that an
         // address-based one is bound like `ofi+NAME://` would be.
         let first;
@@ -143,18 +171,32 @@ impl Node {
             .into_iter()
             .next()
             .ok_or("fi_getinfo offered no endpoint")?;
+        let page_size = usize::try_from(fabric.page_size).unwrap_or(0);
+        let pages = usize::try_from(fabric.page_count).unwrap_or(0);
+        let max = info.max_msg_size();
+        if max > 0 && page_size > max {
+            return Err(format!(
+                "fabric_page_size {page_size} is more than provider {} sends in one message ({max})",
+                info.provider()
+            ));
+        }
+        let posted = POSTED.min(pages / 4).max(1);
+        let window = WINDOW.min(posted as u32);
         let domain = fabriq_ofi::Domain::open_info(&info).map_err(|e| e.to_string())?;
         let config = PagedConfig {
-            max_sends: POOL_PAGES,
-            max_recvs: POSTED,
+            max_sends: pages,
+            max_recvs: posted,
             ..PagedConfig::default()
         };
         let ep = PagedEndpoint::open(&domain, &info, config).map_err(|e| e.to_string())?;
-        let pool = PagePool::new(&domain, POOL_PAGES, PAGE_SIZE).map_err(|e| e.to_string())?;
+        let pool = PagePool::new(&domain, pages, page_size).map_err(|e| {
+            format!("cannot register {pages} pages of {page_size} bytes: {e}")
+        })?;
         let name = ep.name().map_err(|e| e.to_string())?;
         let fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
         let mut state = NodeState {
             ep,
+            posted,
             pool,
             conns: HashMap::new(),
             next_id: 1,
@@ -167,6 +209,8 @@ impl Node {
             fds,
             name,
             provider: info.provider(),
+            page_size,
+            window,
         })
     }
 
@@ -189,12 +233,6 @@ impl Node {
         id
     }
 
-    fn set_remote(&self, id: u32, addr: FiAddr) {
-        if let Some(c) = self.lock().conns.get_mut(&id) {
-            c.remote = Some(addr);
-        }
-    }
-
     fn remove(&self, id: u32) {
         self.lock().conns.remove(&id);
     }
@@ -215,7 +253,7 @@ impl Node {
     /// when the provider cannot take it now.
     fn send(&self, id: u32, page: Page, dest: FiAddr, data: u64) -> Result<(), Page> {
         let mut s = self.lock();
-        match s.ep.send(page, dest, Some(data)) {
+        match s.ep.send(page, dest, Some(data), u64::from(id)) {
             Ok(()) => {
                 if let Some(c) = s.conns.get_mut(&id) {
                     c.in_flight += 1;
@@ -251,12 +289,26 @@ impl Node {
     fn in_flight(&self, id: u32) -> usize {
         self.lock().conns.get(&id).map_or(0, |c| c.in_flight)
     }
+
+    /// Reads the completion queues on the caller's thread (a spinning
+    /// socket). Returns whether other connections than `id` have news,
+    /// which the I/O thread must then hand out.
+    fn progress(&self, id: u32) -> bool {
+        let mut s = self.lock();
+        let mut ready = std::mem::take(&mut s.pending_ready);
+        s.reap(&mut ready);
+        let mine = s.conns.get(&id).and_then(|c| c.token);
+        ready.retain(|t| Some(*t) != mine);
+        let others = !ready.is_empty();
+        s.pending_ready = ready;
+        others
+    }
 }
 
 impl NodeState {
-    /// Keeps [`POSTED`] receives posted, as far as the pool allows.
+    /// Keeps `posted` receives posted, as far as the pool allows.
     fn post_receives(&mut self) {
-        while self.ep.recvs_posted() < POSTED {
+        while self.ep.recvs_posted() < self.posted {
             let Some(page) = self.pool.get() else { return };
             if let Err(refused) = self.ep.post_recv(page) {
                 tracing::debug!("cannot post a fabric receive: {}", refused.error);
@@ -302,21 +354,20 @@ impl NodeState {
                     ready.extend(c.token);
                 }
             }
-            Sent { page, dest } => {
+            // A send's tag is the id of the connection it was for.
+            Sent { page, tag, .. } => {
                 drop(page);
-                if let Some(c) = self.sender(dest) {
-                    c.in_flight -= 1;
+                if let Some(c) = self.conns.get_mut(&(tag as u32)) {
+                    c.in_flight = c.in_flight.saturating_sub(1);
                     ready.extend(c.token);
                 }
             }
-            SendFailed { page, error } => {
-                // The page was sent to the connection whose peer it names
-                // (an error entry does not say: the first with pages in
-                // flight is failed, which is exact with one connection per
-                // peer address).
+            SendFailed {
+                page, tag, error, ..
+            } => {
                 drop(page);
-                if let Some(c) = self.conns.values_mut().find(|c| c.in_flight > 0) {
-                    c.in_flight -= 1;
+                if let Some(c) = self.conns.get_mut(&(tag as u32)) {
+                    c.in_flight = c.in_flight.saturating_sub(1);
                     c.failed = Some(error.to_string());
                     ready.extend(c.token);
                 }
@@ -326,15 +377,6 @@ impl NodeState {
                 tracing::warn!("a fabric receive failed: {error}");
             }
         }
-    }
-}
-
-impl NodeState {
-    /// The connection a send to `dest` was for.
-    fn sender(&mut self, dest: FiAddr) -> Option<&mut Conn> {
-        self.conns
-            .values_mut()
-            .find(|c| c.remote == Some(dest) && c.in_flight > 0)
     }
 }
 
@@ -377,11 +419,30 @@ pub(crate) struct FabricEngine {
     /// Pages we may still send.
     credits: u32,
     send_seq: u32,
-    /// Encoded frames not yet in a page.
-    staged: BytesMut,
+    /// How this connection sends (the socket's options when it started).
+    fabric: FabricOptions,
+    /// Whether the socket spins: then it also sends on its own thread.
+    spins: bool,
+    /// The bytes of the frames that did not fit the page being filled, in
+    /// order: small encoded headers and the message bodies themselves
+    /// (copied once, into pages).
+    chunks: VecDeque<Bytes>,
+    chunk_bytes: usize,
+    /// Scratch for encoding frame headers and commands.
+    scratch: BytesMut,
+    /// The page being filled.
+    filling: Option<Page>,
+    /// Buffered mode with a flush interval: when the page being filled
+    /// goes even if it is not full.
+    flush_at: Option<Instant>,
     /// A page that could not be sent yet (no credit, or the provider said
     /// EAGAIN).
     unsent_page: Option<Page>,
+    /// The peer's page size, and whether it wants a doorbell.
+    peer_page: usize,
+    peer_doorbell: bool,
+    /// Pages sent since the last ring of the peer's doorbell.
+    unrung: bool,
     recv_seq: u32,
     /// Pages taken in order and not yet decoded (the front one partly).
     received: VecDeque<Bytes>,
@@ -393,6 +454,9 @@ pub(crate) struct FabricEngine {
     /// Pages decoded since credits were last returned.
     consumed: u32,
     publisher: bool,
+    /// SUB and XSUB send subscriptions, which the session's topic list
+    /// must see: they are never written from the socket's thread.
+    subscriber: bool,
     failed: Option<String>,
     /// When to try a refused send again (the provider said EAGAIN while
     /// nothing of ours was in flight to bring a completion).
@@ -410,14 +474,30 @@ impl std::fmt::Debug for FabricEngine {
     }
 }
 
+/// What [`FabricEngine::fill`] did.
+enum Filled {
+    /// Nothing is left to put in pages.
+    Drained,
+    /// A page is ready to send.
+    Page,
+    /// The pool has no free page: pages come back as sends complete and
+    /// as the application drops received messages.
+    NoPage,
+}
+
 impl FabricEngine {
     /// The READY metadata that tells the peer how to reach us.
     fn metadata(node: &Node, id: u32) -> Vec<(String, Bytes)> {
-        vec![
+        let mut props = vec![
             (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
             (PROP_ID.into(), Bytes::from(id.to_string())),
-            (PROP_WINDOW.into(), Bytes::from(WINDOW.to_string())),
-        ]
+            (PROP_WINDOW.into(), Bytes::from(node.window.to_string())),
+            (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
+        ];
+        if node.fds.is_empty() {
+            props.push((PROP_DOORBELL.into(), Bytes::from_static(b"1")));
+        }
+        props
     }
 
     /// An engine for a connected control stream, with its node (made for
@@ -426,13 +506,15 @@ impl FabricEngine {
         stream: Box<dyn crate::transport::Stream>,
         mut config: fabriq_zmtp::Config,
         provider: Option<&str>,
+        opts: &Options,
         token: Token,
         poller: &mut Poller<'_>,
         now: Instant,
     ) -> Result<FabricEngine, String> {
         let local = stream.local_address();
-        let key = format!("ofi:{}:{local}", provider.unwrap_or(""));
-        let node: Arc<Node> = poller.local(&key, || Node::open(provider, Some(&local)))?;
+        let fabric = opts.fabric;
+        let key = Node::key(provider, &local, &fabric);
+        let node: Arc<Node> = poller.local(&key, || Node::open(provider, Some(&local), &fabric))?;
         let demux: Arc<dyn Demux> = node.clone();
         poller.join(&demux).map_err(|e| e.to_string())?;
         let id = node.add(token);
@@ -443,6 +525,10 @@ impl FabricEngine {
                 .map_err(|e| e.to_string())?;
         }
         let publisher = config.socket_type.is_publisher();
+        let subscriber = matches!(
+            config.socket_type,
+            fabriq_zmtp::SocketType::Sub | fabriq_zmtp::SocketType::XSub
+        );
         let max_data = config.max_msg_size;
         let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
         let mut control = StreamEngine::new(stream, conn, false);
@@ -454,8 +540,17 @@ impl FabricEngine {
             remote: None,
             credits: 0,
             send_seq: 0,
-            staged: BytesMut::new(),
+            fabric,
+            spins: opts.spin_us > 0,
+            chunks: VecDeque::new(),
+            chunk_bytes: 0,
+            scratch: BytesMut::new(),
+            filling: None,
+            flush_at: None,
             unsent_page: None,
+            peer_page: 0,
+            peer_doorbell: false,
+            unrung: false,
             recv_seq: 0,
             received: VecDeque::new(),
             straddle: BytesMut::new(),
@@ -463,6 +558,7 @@ impl FabricEngine {
             parts: Multipart::new(),
             consumed: 0,
             publisher,
+            subscriber,
             failed: None,
             retry_at: None,
             peer_fin: None,
@@ -470,7 +566,8 @@ impl FabricEngine {
         })
     }
 
-    /// Reads the peer's fabric address, id and window from its READY.
+    /// Reads the peer's fabric address, id, window and page size from its
+    /// READY.
     fn learn_peer(&mut self) -> Result<(), String> {
         let props: &Properties = &self
             .control
@@ -490,16 +587,23 @@ impl FabricEngine {
         let window: u32 = text(PROP_WINDOW)?
             .parse()
             .map_err(|_| "a malformed fabric window")?;
+        let page: usize = text(PROP_PAGE)?
+            .parse()
+            .ok()
+            .filter(|p| *p >= 64)
+            .ok_or("a malformed fabric page size")?;
+        let doorbell = props.get(PROP_DOORBELL).is_some();
         let addr = self.node.insert_peer(&address)?;
-        self.node.set_remote(self.id, addr);
         self.remote = Some(Remote { addr, id });
         self.credits = window;
+        self.peer_page = page.min(self.node.page_size);
+        self.peer_doorbell = doorbell;
         Ok(())
     }
 
     /// Returns credits for the pages decoded since the last return.
     fn return_credits(&mut self, force: bool) {
-        if self.consumed == 0 || (!force && self.consumed < WINDOW / 2) {
+        if self.consumed == 0 || (!force && self.consumed < self.node.window.div_ceil(2)) {
             return;
         }
         let body = Bytes::copy_from_slice(&self.consumed.to_be_bytes());
@@ -509,7 +613,7 @@ impl FabricEngine {
     }
 
     /// Applies the CREDIT and FIN commands the peer sent on the control
-    /// channel.
+    /// channel (a RING has done its work by waking us).
     fn take_commands(&mut self) {
         for (name, body) in self.control.take_commands() {
             let Ok(n) = <[u8; 4]>::try_from(body.as_ref()).map(u32::from_be_bytes) else {
@@ -529,6 +633,22 @@ impl FabricEngine {
             .map_or(true, |n| self.recv_seq.wrapping_sub(n) < u32::MAX / 2)
             && self.received.is_empty()
             && self.straddle.is_empty()
+    }
+
+    /// Starts gathering a frame that continues in the next page: reserves
+    /// its whole size when the header says it (up to [`RESERVE_MAX`]).
+    fn start_straddle(&mut self, rest: &[u8]) {
+        let size = match rest {
+            [flags, n, ..] if flags & 0x02 == 0 => Some(2 + usize::from(*n)),
+            [flags, b @ ..] if flags & 0x02 != 0 && b.len() >= 8 => {
+                let n = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
+                usize::try_from(n).ok().map(|n| n.saturating_add(9))
+            }
+            _ => None,
+        };
+        self.straddle
+            .reserve(size.unwrap_or(0).clamp(rest.len(), RESERVE_MAX));
+        self.straddle.extend_from_slice(rest);
     }
 
     /// Decodes received pages into `inbound` until it is full.
@@ -553,7 +673,7 @@ impl FabricEngine {
                     None => {
                         // A frame straddles pages: gather it.
                         let rest = self.received.pop_front().expect("front");
-                        self.straddle.extend_from_slice(&rest);
+                        self.start_straddle(&rest);
                         self.consumed += 1;
                         continue;
                     }
@@ -589,78 +709,216 @@ impl FabricEngine {
         }
     }
 
-    /// Encodes what `outbound` holds into staged frames, pages and sends,
-    /// as credits allow.
-    fn flow_out(&mut self, outbound: Option<&Queue>, mut subs: Option<&mut Topics>) {
-        let Some(remote) = self.remote else { return };
+    /// Sends what `outbound` holds, in pages, as credits and the provider
+    /// allow. Returns whether a page went.
+    fn flow_out(&mut self, outbound: Option<&Queue>, mut subs: Option<&mut Topics>) -> bool {
+        let Some(remote) = self.remote else {
+            return false;
+        };
+        let mut sent = false;
         loop {
             // First the page that is waiting.
             if let Some(page) = self.unsent_page.take() {
                 if self.credits == 0 {
                     self.unsent_page = Some(page);
-                    return;
+                    break;
                 }
                 let data = (u64::from(remote.id) << 32) | u64::from(self.send_seq);
                 match self.node.send(self.id, page, remote.addr, data) {
                     Ok(()) => {
                         self.credits -= 1;
                         self.send_seq = self.send_seq.wrapping_add(1);
+                        sent = true;
                     }
                     Err(page) => {
                         self.unsent_page = Some(page);
                         self.retry_at = Some(Instant::now() + RETRY);
-                        return;
+                        break;
                     }
                 }
             }
-            // Stage what the pipe holds, a page's worth at a time.
-            while self.staged.len() < PAGE_SIZE {
-                let Some(q) = outbound else { break };
-                let Some(item) = q.pop() else { break };
-                self.stage(item, subs.as_deref_mut());
+            match self.fill(outbound, subs.as_deref_mut()) {
+                Filled::Page => continue,
+                Filled::Drained | Filled::NoPage => break,
             }
-            if self.staged.is_empty() {
-                return;
+        }
+        if sent {
+            self.unrung = true;
+        }
+        if self.unrung && self.peer_doorbell {
+            // One ring for the pages of this turn; the peer has no wait
+            // descriptor to be woken by them.
+            if self.control.send_command(RING, Bytes::new()).is_ok() {
+                self.unrung = false;
             }
-            let Some(mut page) = self.node.page() else {
-                // The pool is dry: pages come back as sends complete.
-                return;
+        }
+        sent
+    }
+
+    /// Fills the current page from the chunks left over and then from
+    /// `outbound`, until a page is ready to send ([`Filled::Page`]: it is
+    /// in `unsent_page`) or nothing is left.
+    fn fill(&mut self, outbound: Option<&Queue>, mut subs: Option<&mut Topics>) -> Filled {
+        let limit = self.peer_page;
+        loop {
+            if self.filling.is_none() {
+                // (A pop, not a look at the length: an empty pop asks the
+                // pipe to wake us when the socket sends.)
+                let item = match self.chunks.is_empty() {
+                    true => match outbound.and_then(Queue::pop) {
+                        Some(item) => Some(item),
+                        None => return Filled::Drained,
+                    },
+                    false => None,
+                };
+                self.filling = self.node.page();
+                if let Some(item) = item {
+                    // Into the new page, or into chunks if there is none
+                    // (an empty page never asks to be shipped first).
+                    let _ = self.stage(item, subs.as_deref_mut());
+                }
+                if self.filling.is_none() {
+                    return Filled::NoPage;
+                }
+                continue;
+            }
+            let page = self.filling.as_mut().expect("filling");
+            let mut len = page.len();
+            // The bytes left over from a message that did not fit.
+            while let Some(chunk) = self.chunks.front_mut() {
+                let n = chunk.len().min(limit - len);
+                page.buffer_mut()[len..len + n].copy_from_slice(&chunk[..n]);
+                len += n;
+                self.chunk_bytes -= n;
+                if n == chunk.len() {
+                    self.chunks.pop_front();
+                } else {
+                    chunk.advance(n);
+                }
+                if len == limit {
+                    break;
+                }
+            }
+            page.set_len(len);
+            if len == limit {
+                return self.ship();
+            }
+            if len > 0 && !self.fabric.buffered {
+                // Unbuffered: each message is sent as soon as it is in.
+                return self.ship();
+            }
+            // The next item: straight into the page when it fits.
+            let Some(item) = outbound.and_then(Queue::pop) else {
+                // Nothing queued: a partly filled page goes now, unless a
+                // flush interval lets it wait for more.
+                if len == 0 {
+                    return Filled::Drained;
+                }
+                if self.fabric.buffered && self.fabric.flush_us > 0 {
+                    let now = Instant::now();
+                    let wait = Duration::from_micros(self.fabric.flush_us as u64);
+                    if now < *self.flush_at.get_or_insert(now + wait) {
+                        return Filled::Drained;
+                    }
+                }
+                return self.ship();
             };
-            let n = self.staged.len().min(page.capacity());
-            page.buffer_mut()[..n].copy_from_slice(&self.staged[..n]);
-            page.set_len(n);
-            let _ = self.staged.split_to(n);
-            self.unsent_page = Some(page);
+            if self.stage(item, subs.as_deref_mut()) {
+                // It fits a page of its own but not what is left of this
+                // one: this one goes, so the item does not straddle two
+                // (the receiver then delivers it from the page, uncopied).
+                return self.ship();
+            }
         }
     }
 
-    fn stage(&mut self, item: Item, subs: Option<&mut Topics>) {
-        let command = |cmd: Command, staged: &mut BytesMut| {
-            let mut body = BytesMut::with_capacity(cmd.encoded_len());
-            cmd.encode(&mut body);
-            encode_header(staged, body.len(), false, true);
-            staged.extend_from_slice(&body);
-        };
-        match item {
-            Item::Msg(parts) => {
-                let last = parts.len().saturating_sub(1);
-                for (i, part) in parts.iter().enumerate() {
-                    encode_header(&mut self.staged, part.len(), i < last, false);
-                    self.staged.extend_from_slice(part);
-                }
+    /// Moves the page being filled to `unsent_page`.
+    fn ship(&mut self) -> Filled {
+        self.flush_at = None;
+        match self.filling.take() {
+            Some(page) if !page.is_empty() => {
+                debug_assert!(self.unsent_page.is_none());
+                self.unsent_page = Some(page);
+                Filled::Page
             }
+            other => {
+                self.filling = other;
+                Filled::Drained
+            }
+        }
+    }
+
+    /// Encodes `item`: into the page being filled when it fits, else into
+    /// chunks that [`FabricEngine::fill`] copies on. Returns true when the
+    /// item went to chunks but would fit an empty page.
+    fn stage(&mut self, item: Item, subs: Option<&mut Topics>) -> bool {
+        let scratch = &mut self.scratch;
+        scratch.clear();
+        let parts: Multipart = match item {
+            Item::Msg(parts) => parts,
             Item::Subscribe(t) => {
                 if let Some(s) = subs {
                     s.add(&t);
                 }
-                command(Command::Subscribe(t), &mut self.staged);
+                encode_command(scratch, Command::Subscribe(t));
+                Multipart::new()
             }
             Item::Cancel(t) => {
                 if let Some(s) = subs {
                     s.remove(&t);
                 }
-                command(Command::Cancel(t), &mut self.staged);
+                encode_command(scratch, Command::Cancel(t));
+                Multipart::new()
             }
+        };
+        let size: usize = scratch.len()
+            + parts
+                .iter()
+                .map(|p| p.len() + if p.len() > 255 { 9 } else { 2 })
+                .sum::<usize>();
+        // The common case: the whole item fits the page being filled.
+        if let Some(page) = self.filling.as_mut().filter(|_| self.chunks.is_empty()) {
+            let len = page.len();
+            if len + size <= self.peer_page {
+                let last = parts.len().saturating_sub(1);
+                let mut at = len;
+                let mut put = |bytes: &[u8], page: &mut Page| {
+                    page.buffer_mut()[at..at + bytes.len()].copy_from_slice(bytes);
+                    at += bytes.len();
+                };
+                put(scratch, page);
+                for (i, part) in parts.iter().enumerate() {
+                    scratch.clear();
+                    encode_header(scratch, part.len(), i < last, false);
+                    put(scratch, page);
+                    put(part, page);
+                }
+                page.set_len(at);
+                return false;
+            }
+        }
+        let straddles = self.filling.as_ref().is_some_and(|p| !p.is_empty())
+            && self.chunks.is_empty()
+            && size <= self.peer_page;
+        // Otherwise the item's bytes wait in chunks, the bodies uncopied.
+        if !scratch.is_empty() {
+            let command = self.scratch.split().freeze();
+            self.push_chunk(command);
+        }
+        let last = parts.len().saturating_sub(1);
+        for (i, part) in parts.into_iter().enumerate() {
+            encode_header(&mut self.scratch, part.len(), i < last, false);
+            let header = self.scratch.split().freeze();
+            self.push_chunk(header);
+            self.push_chunk(part);
+        }
+        straddles
+    }
+
+    fn push_chunk(&mut self, chunk: Bytes) {
+        if !chunk.is_empty() {
+            self.chunk_bytes += chunk.len();
+            self.chunks.push_back(chunk);
         }
     }
 }
@@ -741,7 +999,8 @@ impl Engine for FabricEngine {
 
     fn unsent(&self) -> usize {
         self.control.unsent()
-            + self.staged.len()
+            + self.chunk_bytes
+            + self.filling.as_ref().map_or(0, Page::len)
             + self.unsent_page.as_ref().map_or(0, Page::len)
             + self.node.in_flight(self.id)
     }
@@ -763,13 +1022,14 @@ impl Engine for FabricEngine {
     }
 
     fn subscribe(&mut self, topic: &[u8]) {
-        self.stage(Item::Subscribe(Bytes::copy_from_slice(topic)), None);
+        let _ = self.stage(Item::Subscribe(Bytes::copy_from_slice(topic)), None);
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         [
             self.control.poll_timeout(),
             self.retry_at,
+            self.flush_at,
             self.draining.as_ref().map(|(_, until)| *until),
         ]
         .into_iter()
@@ -782,6 +1042,7 @@ impl Engine for FabricEngine {
             // The session writes after the timers: the send is retried.
             self.retry_at = None;
         }
+        // (A due flush_at is acted on by that write, in `fill`.)
         if self
             .draining
             .as_ref()
@@ -825,13 +1086,74 @@ impl Engine for FabricEngine {
         poller.leave(&demux);
     }
 
-    fn pull(&mut self, _inbound: &Queue, _now: Instant) -> Pulled {
-        Pulled::default()
+    /// The socket's thread reads the completion queue itself (a socket
+    /// that spins, or any receive that found its pipes empty).
+    fn pull(&mut self, inbound: &Queue, _now: Instant) -> Pulled {
+        if !self.is_active() || self.draining.is_some() || inbound.is_conflate() {
+            return Pulled::default();
+        }
+        let others = self.node.progress(self.id);
+        let mut hand_over = others;
+        if let Some(why) = self
+            .node
+            .take_in_order(self.id, &mut self.recv_seq, &mut self.received)
+        {
+            self.failed = Some(why);
+            return Pulled {
+                delivered: 0,
+                hand_over: true,
+            };
+        }
+        let delivered = match self.deliver(inbound) {
+            Ok(n) => n,
+            Err(e) => {
+                self.failed = Some(format!("fabric page: {e}"));
+                return Pulled {
+                    delivered: 0,
+                    hand_over: true,
+                };
+            }
+        };
+        self.return_credits(false);
+        if self.control.unsent() > 0 {
+            // Credits to return: written here when the stream takes them.
+            hand_over |= self.control.write(None, None).is_err() || self.control.unsent() > 0;
+        }
+        hand_over |= !self.received.is_empty() && !inbound.has_room();
+        Pulled {
+            delivered,
+            hand_over,
+        }
     }
 
-    fn output_ready(&mut self, _outbound: &Queue) -> bool {
-        false
+    /// Sends on the socket's thread when the socket spins or sends
+    /// unbuffered (buffered sockets leave it to the I/O thread, which
+    /// coalesces what accumulated meanwhile).
+    fn output_ready(&mut self, outbound: &Queue) -> bool {
+        let eager = self.spins || !self.fabric.buffered;
+        if !eager || self.subscriber || !self.is_active() || self.draining.is_some() {
+            return false;
+        }
+        self.flow_out(Some(outbound), None);
+        if self.control.write(None, None).is_err() {
+            return false;
+        }
+        // Anything left (no credit, no page, a flush timer, a control
+        // write that would block) is the session's to finish.
+        outbound.len() == 0
+            && self.chunks.is_empty()
+            && self.unsent_page.is_none()
+            && self.flush_at.is_none()
+            && self.control.unsent() == 0
     }
+}
+
+/// Appends `cmd` as a command frame.
+fn encode_command(dst: &mut BytesMut, cmd: Command) {
+    let mut body = BytesMut::with_capacity(cmd.encoded_len());
+    cmd.encode(&mut body);
+    encode_header(dst, body.len(), false, true);
+    dst.extend_from_slice(&body);
 }
 
 fn hex(bytes: &[u8]) -> String {

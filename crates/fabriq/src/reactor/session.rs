@@ -157,7 +157,15 @@ impl Session {
             }
             DataPath::Fabric { provider } => {
                 let token = Token(self.token);
-                match FabricEngine::start(stream, config, provider.as_deref(), token, poller, now) {
+                match FabricEngine::start(
+                    stream,
+                    config,
+                    provider.as_deref(),
+                    &self.opts,
+                    token,
+                    poller,
+                    now,
+                ) {
                     Ok(engine) => Some(Box::new(engine)),
                     Err(why) => {
                         tracing::warn!("{}: cannot start the fabric engine: {why}", self.endpoint);
