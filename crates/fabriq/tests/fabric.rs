@@ -358,3 +358,349 @@ fn ofi_without_a_provider_takes_the_first_offered() {
         assert_eq!(pull.recv_bytes(0).unwrap(), body(i, i * 100));
     }
 }
+
+/// Sends `msgs` from `push` and checks they arrive whole and in order at
+/// `pull`, the sender on its own thread.
+fn stream(push: zmq::Socket, pull: &zmq::Socket, msgs: Vec<Vec<u8>>, what: &str) {
+    let sender = {
+        let msgs = msgs.clone();
+        std::thread::spawn(move || {
+            for m in &msgs {
+                push.send(&m[..], 0).unwrap();
+            }
+            push
+        })
+    };
+    for (i, want) in msgs.iter().enumerate() {
+        let got = pull
+            .recv_bytes(0)
+            .unwrap_or_else(|e| panic!("{what}: message {i}: {e}"));
+        assert!(
+            got == *want,
+            "{what}: message {i}: {} bytes, want {}",
+            got.len(),
+            want.len()
+        );
+    }
+    drop(sender.join().unwrap());
+}
+
+/// Unbuffered mode (each message sent at once), a flush interval, small
+/// pages on one side only (the sender fills no more than the receiver's
+/// page), on both providers.
+#[test]
+fn send_modes_and_page_sizes_deliver_the_same_messages() {
+    type Setup = fn(&zmq::Socket, &zmq::Socket);
+    let setups: [(&str, Setup); 5] = [
+        ("unbuffered", |push, _| {
+            push.set_fabric_buffered(false).unwrap()
+        }),
+        ("flush 200 us", |push, _| {
+            push.set_fabric_flush_us(200).unwrap()
+        }),
+        ("4 KiB receiver pages", |_, pull| {
+            pull.set_fabric_page_size(4096).unwrap()
+        }),
+        ("4 KiB sender pages, 16 of them", |push, _| {
+            push.set_fabric_page_size(4096).unwrap();
+            push.set_fabric_page_count(16).unwrap();
+        }),
+        ("unbuffered, 8 KiB pages both sides", |push, pull| {
+            push.set_fabric_buffered(false).unwrap();
+            push.set_fabric_page_size(8192).unwrap();
+            pull.set_fabric_page_size(8192).unwrap();
+        }),
+    ];
+    for provider in ["tcp", "shm"] {
+        for (name, setup) in setups {
+            let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+            let pull = socket(&ctx, zmq::PULL);
+            let push = socket(&other, zmq::PUSH);
+            setup(&push, &pull);
+            join(provider, &pull, &push);
+            let msgs = sizes().take(120).enumerate().map(|(i, n)| body(i, n));
+            stream(push, &pull, msgs.collect(), &format!("{provider}, {name}"));
+        }
+    }
+}
+
+/// Messages far larger than a page stream through many pages.
+#[test]
+fn a_64_mib_message_crosses_over_tcp_and_shm() {
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let pull = socket(&ctx, zmq::PULL);
+        let push = socket(&other, zmq::PUSH);
+        join(provider, &pull, &push);
+        let big = body(7, 64 << 20);
+        let msgs = vec![b"before".to_vec(), big, b"after".to_vec()];
+        stream(push, &pull, msgs, &format!("{provider}, 64 MiB"));
+    }
+}
+
+#[test]
+fn bad_fabric_options_are_refused_with_the_reason() {
+    let ctx = zmq::Context::new();
+    let s = ctx.socket(zmq::PUSH).unwrap();
+    assert_eq!(s.set_fabric_page_size(100), Err(zmq::Error::EINVAL));
+    let detail = zmq::last_error_detail().unwrap_or_default();
+    assert!(detail.contains("fabric_page_size"), "{detail}");
+    assert_eq!(s.set_fabric_page_count(2), Err(zmq::Error::EINVAL));
+    assert_eq!(s.set_fabric_flush_us(-5), Err(zmq::Error::EINVAL));
+    assert_eq!(s.set_spin_us(-1), Err(zmq::Error::EINVAL));
+    assert_eq!(s.get_fabric_page_size(), Ok(65536));
+    assert_eq!(s.get_fabric_page_count(), Ok(512));
+    assert_eq!(s.is_fabric_buffered(), Ok(true));
+}
+
+/// A spinning socket reads the completion queue on its own thread and
+/// sends from it; round trips still match, on both providers.
+#[test]
+fn spinning_req_rep_round_trips() {
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let rep = socket(&ctx, zmq::REP);
+        let req = socket(&other, zmq::REQ);
+        rep.set_spin_us(2000).unwrap();
+        req.set_spin_us(2000).unwrap();
+        req.set_fabric_buffered(false).unwrap();
+        join(provider, &rep, &req);
+        let server = std::thread::spawn(move || {
+            for _ in 0..300 {
+                let m = rep.recv_bytes(0).unwrap();
+                rep.send(&m[..], 0).unwrap();
+            }
+            rep
+        });
+        for i in 0..300usize {
+            let m = body(i, (i * 37) % 3000);
+            req.send(&m[..], 0).unwrap();
+            let got = req
+                .recv_bytes(0)
+                .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
+            assert_eq!(got, m, "{provider} round trip {i}");
+        }
+        drop(server.join().unwrap());
+    }
+}
+
+/// Several peers per socket, from one context: their connections share
+/// both fabric endpoints (one peer address for all), so completions must
+/// be told apart by connection.
+#[test]
+fn several_pushers_from_one_process_are_fair_queued_and_complete() {
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let pull = socket(&ctx, zmq::PULL);
+        pull.bind(&format!("ofi+{provider}://127.0.0.1:*")).unwrap();
+        let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+        let senders: Vec<_> = (0..3u8)
+            .map(|k| {
+                let push = socket(&other, zmq::PUSH);
+                push.connect(&endpoint).unwrap();
+                std::thread::spawn(move || {
+                    for i in 0..200usize {
+                        let mut m = body(i, 10 + (i * 311) % 70_000);
+                        m[..2].copy_from_slice(&[k, (i % 251) as u8]);
+                        push.send(&m[..], 0).unwrap();
+                    }
+                    push
+                })
+            })
+            .collect();
+        let mut next = [0usize; 3];
+        for _ in 0..600 {
+            let m = pull.recv_bytes(0).unwrap();
+            let (k, i) = (m[0] as usize, next[m[0] as usize]);
+            let mut want = body(i, 10 + (i * 311) % 70_000);
+            want[..2].copy_from_slice(&[k as u8, (i % 251) as u8]);
+            assert!(m == want, "{provider}: peer {k} message {i}");
+            next[k] += 1;
+        }
+        assert_eq!(next, [200; 3], "{provider}");
+        for s in senders {
+            drop(s.join().unwrap());
+        }
+    }
+}
+
+/// One PUB, three SUBs with different subscriptions, over the fabric.
+#[test]
+fn one_publisher_serves_several_subscribers() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let publisher = socket(&ctx, zmq::PUB);
+    publisher.bind("ofi+shm://127.0.0.1:*").unwrap();
+    let endpoint = publisher.get_last_endpoint().unwrap().unwrap();
+    let topics = ["a", "b", ""];
+    let subs: Vec<zmq::Socket> = topics
+        .iter()
+        .map(|t| {
+            let s = socket(&other, zmq::SUB);
+            s.set_subscribe(t.as_bytes()).unwrap();
+            s.connect(&endpoint).unwrap();
+            s
+        })
+        .collect();
+    // Every subscription is in once each subscriber has a probe.
+    for (s, t) in subs.iter().zip(topics) {
+        s.set_rcvtimeo(50).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            publisher.send(format!("{t}probe").as_str(), 0).unwrap();
+            if s.recv_bytes(0).is_ok() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "subscription {t:?} never arrived"
+            );
+        }
+    }
+    for s in &subs {
+        while s.recv_bytes(0).is_ok() {}
+        s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    }
+    for i in 0..100 {
+        publisher.send(format!("a{i}").as_str(), 0).unwrap();
+        publisher.send(format!("b{i}").as_str(), 0).unwrap();
+    }
+    publisher.send("end", 0).unwrap();
+    for (s, t) in subs.iter().zip(topics) {
+        // The topic subscribers take their 100; the catch-all reads to
+        // the end marker.
+        let mut got = Vec::new();
+        while t.is_empty() || got.len() < 100 {
+            let m = String::from_utf8(s.recv_bytes(0).unwrap()).unwrap();
+            if m == "end" {
+                break;
+            }
+            got.push(m);
+        }
+        let want: Vec<String> = match t {
+            "" => (0..100)
+                .flat_map(|i| [format!("a{i}"), format!("b{i}")])
+                .collect(),
+            t => (0..100).map(|i| format!("{t}{i}")).collect(),
+        };
+        assert_eq!(got, want, "subscriber {t:?}");
+    }
+}
+
+/// A publisher that goes away and comes back on the same endpoint: the
+/// subscriber reconnects and subscribes again by itself.
+#[test]
+fn a_restarted_publisher_is_rejoined_and_resubscribed() {
+    for provider in ["tcp", "shm"] {
+        let sub_ctx = zmq::Context::new();
+        let sub = socket(&sub_ctx, zmq::SUB);
+        sub.set_subscribe(b"x").unwrap();
+        sub.set_reconnect_ivl(20).unwrap();
+        let first = zmq::Context::new();
+        let publisher = socket(&first, zmq::PUB);
+        publisher
+            .bind(&format!("ofi+{provider}://127.0.0.1:*"))
+            .unwrap();
+        let endpoint = publisher.get_last_endpoint().unwrap().unwrap();
+        sub.connect(&endpoint).unwrap();
+        let until_received = |publisher: &zmq::Socket, what: &str| {
+            sub.set_rcvtimeo(50).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                publisher.send(what, 0).unwrap();
+                publisher.send("y-filtered", 0).unwrap();
+                if let Ok(m) = sub.recv_bytes(0) {
+                    assert_eq!(m, what.as_bytes(), "{provider}");
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{provider}: {what} never arrived"
+                );
+            }
+        };
+        until_received(&publisher, "x-first");
+        // The publisher's process ends: its context goes, sockets and all.
+        drop(publisher);
+        drop(first);
+        let second = zmq::Context::new();
+        let publisher = socket(&second, zmq::PUB);
+        publisher.bind(&endpoint).unwrap();
+        while sub.recv_bytes(0).is_ok() {}
+        until_received(&publisher, "x-second");
+    }
+}
+
+#[test]
+fn pair_and_xpub_xsub_over_the_fabric() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let a = socket(&ctx, zmq::PAIR);
+    let b = socket(&other, zmq::PAIR);
+    join("shm", &a, &b);
+    for i in 0..50usize {
+        a.send(&body(i, i * 1000)[..], 0).unwrap();
+        assert_eq!(b.recv_bytes(0).unwrap(), body(i, i * 1000));
+        b.send(&body(i, 3)[..], 0).unwrap();
+        assert_eq!(a.recv_bytes(0).unwrap(), body(i, 3));
+    }
+
+    let xpub = socket(&ctx, zmq::XPUB);
+    let xsub = socket(&other, zmq::XSUB);
+    join("tcp", &xpub, &xsub);
+    // XSUB subscribes by sending \x01topic; XPUB sees it as a message.
+    xsub.send(&b"\x01news"[..], 0).unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01news");
+    xpub.send("sports", 0).unwrap();
+    xpub.send("news-1", 0).unwrap();
+    assert_eq!(xsub.recv_bytes(0).unwrap(), b"news-1");
+    xsub.send(&b"\x00news"[..], 0).unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00news");
+}
+
+/// One PULL serves a libzmq PUSH over tcp:// and a fabriq PUSH over
+/// ofi+shm:// at the same time.
+#[test]
+fn one_socket_serves_libzmq_over_tcp_and_fabriq_over_shm() {
+    let ctx = zmq::Context::new();
+    let pull = socket(&ctx, zmq::PULL);
+    pull.bind("tcp://127.0.0.1:*").unwrap();
+    let tcp = pull.get_last_endpoint().unwrap().unwrap();
+    pull.bind("ofi+shm://127.0.0.1:*").unwrap();
+    let shm = pull.get_last_endpoint().unwrap().unwrap();
+
+    let lz = ::zmq::Context::new();
+    let lz_push = lz.socket(::zmq::PUSH).unwrap();
+    lz_push.set_sndtimeo(TIMEOUT_MS).unwrap();
+    lz_push.connect(&tcp).unwrap();
+    let fq = zmq::Context::new();
+    let fq_push = socket(&fq, zmq::PUSH);
+    fq_push.connect(&shm).unwrap();
+
+    let libzmq = std::thread::spawn(move || {
+        for i in 0..300usize {
+            let mut m = body(i, 1 + i * 50);
+            m[0] = b'L';
+            lz_push.send(&m[..], 0).unwrap();
+        }
+        lz_push
+    });
+    for i in 0..300usize {
+        let mut m = body(i, 1 + i * 70);
+        m[0] = b'F';
+        fq_push.send(&m[..], 0).unwrap();
+    }
+    let (mut l, mut f) = (0usize, 0usize);
+    for _ in 0..600 {
+        let m = pull.recv_bytes(0).unwrap();
+        let (n, len) = match m[0] {
+            b'L' => (&mut l, 50),
+            b'F' => (&mut f, 70),
+            other => panic!("a message from nobody: {other}"),
+        };
+        let mut want = body(*n, 1 + *n * len);
+        want[0] = m[0];
+        assert!(m == want, "{} message {n}", m[0] as char);
+        *n += 1;
+    }
+    assert_eq!((l, f), (300, 300));
+    drop(libzmq.join().unwrap());
+}

@@ -189,9 +189,8 @@ impl Node {
             ..PagedConfig::default()
         };
         let ep = PagedEndpoint::open(&domain, &info, config).map_err(|e| e.to_string())?;
-        let pool = PagePool::new(&domain, pages, page_size).map_err(|e| {
-            format!("cannot register {pages} pages of {page_size} bytes: {e}")
-        })?;
+        let pool = PagePool::new(&domain, pages, page_size)
+            .map_err(|e| format!("cannot register {pages} pages of {page_size} bytes: {e}"))?;
         let name = ep.name().map_err(|e| e.to_string())?;
         let fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
         let mut state = NodeState {
