@@ -50,6 +50,10 @@ const WINDOW: u32 = 32;
 const POLL_EVERY: Duration = Duration::from_millis(1);
 /// How soon a send the provider refused (EAGAIN) is tried again.
 const RETRY: Duration = Duration::from_micros(200);
+/// Room in each page beyond `fabric_page_size` for frame headers, so a
+/// message body of exactly the page size (64 KiB by default, a common
+/// size) fits one page and is received without a copy.
+const HEADER_ROOM: usize = 64;
 /// The most a receiver reserves up front for a frame that spans pages
 /// (larger ones grow as their pages come).
 const RESERVE_MAX: usize = 16 << 20;
@@ -171,12 +175,13 @@ impl Node {
             .into_iter()
             .next()
             .ok_or("fi_getinfo offered no endpoint")?;
-        let page_size = usize::try_from(fabric.page_size).unwrap_or(0);
+        let page_size = usize::try_from(fabric.page_size).unwrap_or(0) + HEADER_ROOM;
         let pages = usize::try_from(fabric.page_count).unwrap_or(0);
         let max = info.max_msg_size();
         if max > 0 && page_size > max {
             return Err(format!(
-                "fabric_page_size {page_size} is more than provider {} sends in one message ({max})",
+                "fabric_page_size {} is more than provider {} sends in one message ({max})",
+                fabric.page_size,
                 info.provider()
             ));
         }
