@@ -24,7 +24,11 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -112,7 +116,17 @@ struct NodeState {
 /// documentation.
 pub(crate) struct Node {
     state: Mutex<NodeState>,
+    /// The descriptors the loop sleeps on: the CQs' wait descriptors, or
+    /// the doorbell's socket when the CQs have none.
     fds: Vec<RawFd>,
+    /// The CQs have wait descriptors (else they are polled as a backstop).
+    cq_waitable: bool,
+    /// For CQs without wait descriptors (shm on 1.17): a datagram socket
+    /// in the abstract namespace that peers on this host ring after they
+    /// sent us pages, and its name for READY.
+    doorbell: Option<(UnixDatagram, String)>,
+    /// The socket this node rings its peers' doorbells with.
+    ringer: OnceLock<Option<UnixDatagram>>,
     name: Vec<u8>,
     provider: String,
     page_size: usize,
@@ -197,7 +211,24 @@ impl Node {
         let pool = PagePool::new(&domain, pages, page_size)
             .map_err(|e| format!("cannot register {pages} pages of {page_size} bytes: {e}"))?;
         let name = ep.name().map_err(|e| e.to_string())?;
-        let fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
+        let mut fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
+        let cq_waitable = !fds.is_empty();
+        let doorbell = if cq_waitable {
+            None
+        } else {
+            match open_doorbell() {
+                Ok((socket, name)) => {
+                    fds.push(socket.as_raw_fd());
+                    Some((socket, name))
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        "no doorbell socket ({e}): peers ring over the control connection"
+                    );
+                    None
+                }
+            }
+        };
         let mut state = NodeState {
             ep,
             posted,
@@ -211,6 +242,9 @@ impl Node {
         Ok(Node {
             state: Mutex::new(state),
             fds,
+            cq_waitable,
+            doorbell,
+            ringer: OnceLock::new(),
             name,
             provider: info.provider(),
             page_size,
@@ -390,6 +424,11 @@ impl Demux for Node {
     }
 
     fn take_ready(&self, out: &mut Vec<Token>) {
+        if let Some((socket, _)) = &self.doorbell {
+            // Edge-triggered: drain every ring.
+            let mut buf = [0u8; 64];
+            while socket.recv(&mut buf).is_ok() {}
+        }
         let mut s = self.lock();
         out.append(&mut s.pending_ready);
         s.reap(out);
@@ -401,8 +440,45 @@ impl Demux for Node {
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        self.fds.is_empty().then_some(POLL_EVERY)
+        (!self.cq_waitable).then_some(POLL_EVERY)
     }
+}
+
+impl Node {
+    /// Rings the doorbell named `name` (a peer's, from its READY).
+    /// Returns false if that cannot be done (then the control connection
+    /// carries the ring).
+    fn ring(&self, name: &str) -> bool {
+        let Some(ringer) = self.ringer.get_or_init(|| {
+            let s = UnixDatagram::unbound().ok()?;
+            s.set_nonblocking(true).ok()?;
+            Some(s)
+        }) else {
+            return false;
+        };
+        let Ok(addr) = SocketAddr::from_abstract_name(name.as_bytes()) else {
+            return false;
+        };
+        match ringer.send_to_addr(&[1], &addr) {
+            Ok(_) => true,
+            // A full doorbell has rings unread: its owner will wake.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            Err(_) => false,
+        }
+    }
+}
+
+/// A nonblocking datagram socket bound to a unique abstract name.
+fn open_doorbell() -> io::Result<(UnixDatagram, String)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "fabriq-ofi-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let socket = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    socket.set_nonblocking(true)?;
+    Ok((socket, name))
 }
 
 /// The peer's side of the fabric, learned from its READY.
@@ -425,8 +501,10 @@ pub(crate) struct FabricEngine {
     send_seq: u32,
     /// How this connection sends (the socket's options when it started).
     fabric: FabricOptions,
-    /// Whether the socket spins: then it also sends on its own thread.
-    spins: bool,
+    /// Whether the socket's thread sends itself (it spins, sends
+    /// unbuffered, or is REQ/REP, which have one message at a time to
+    /// send and nothing to coalesce).
+    eager: bool,
     /// The bytes of the frames that did not fit the page being filled, in
     /// order: small encoded headers and the message bodies themselves
     /// (copied once, into pages).
@@ -442,9 +520,10 @@ pub(crate) struct FabricEngine {
     /// A page that could not be sent yet (no credit, or the provider said
     /// EAGAIN).
     unsent_page: Option<Page>,
-    /// The peer's page size, and whether it wants a doorbell.
+    /// The peer's page size, and whether it wants its doorbell rung (by
+    /// this name; empty: over the control connection).
     peer_page: usize,
-    peer_doorbell: bool,
+    peer_doorbell: Option<String>,
     /// Pages sent since the last ring of the peer's doorbell.
     unrung: bool,
     recv_seq: u32,
@@ -498,8 +577,11 @@ impl FabricEngine {
             (PROP_WINDOW.into(), Bytes::from(node.window.to_string())),
             (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
         ];
-        if node.fds.is_empty() {
-            props.push((PROP_DOORBELL.into(), Bytes::from_static(b"1")));
+        if !node.cq_waitable {
+            // The doorbell's name, or (without one) an empty value: ring
+            // over the control connection.
+            let name = node.doorbell.as_ref().map_or("", |(_, n)| n.as_str());
+            props.push((PROP_DOORBELL.into(), Bytes::from(name.to_string())));
         }
         props
     }
@@ -529,6 +611,10 @@ impl FabricEngine {
                 .map_err(|e| e.to_string())?;
         }
         let publisher = config.socket_type.is_publisher();
+        let lock_step = matches!(
+            config.socket_type,
+            fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep
+        );
         let subscriber = matches!(
             config.socket_type,
             fabriq_zmtp::SocketType::Sub | fabriq_zmtp::SocketType::XSub
@@ -545,7 +631,7 @@ impl FabricEngine {
             credits: 0,
             send_seq: 0,
             fabric,
-            spins: opts.spin_us > 0,
+            eager: opts.spin_us > 0 || !fabric.buffered || lock_step,
             chunks: VecDeque::new(),
             chunk_bytes: 0,
             scratch: BytesMut::new(),
@@ -553,7 +639,7 @@ impl FabricEngine {
             flush_at: None,
             unsent_page: None,
             peer_page: 0,
-            peer_doorbell: false,
+            peer_doorbell: None,
             unrung: false,
             recv_seq: 0,
             received: VecDeque::new(),
@@ -596,7 +682,9 @@ impl FabricEngine {
             .ok()
             .filter(|p| *p >= 64)
             .ok_or("a malformed fabric page size")?;
-        let doorbell = props.get(PROP_DOORBELL).is_some();
+        let doorbell = props
+            .get(PROP_DOORBELL)
+            .map(|v| String::from_utf8_lossy(v).into_owned());
         let addr = self.node.insert_peer(&address)?;
         self.remote = Some(Remote { addr, id });
         self.credits = window;
@@ -617,9 +705,14 @@ impl FabricEngine {
     }
 
     /// Applies the CREDIT and FIN commands the peer sent on the control
-    /// channel (a RING has done its work by waking us).
-    fn take_commands(&mut self) {
+    /// channel. Returns whether it rang the doorbell.
+    fn take_commands(&mut self) -> bool {
+        let mut rung = false;
         for (name, body) in self.control.take_commands() {
+            if name.as_ref() == RING {
+                rung = true;
+                continue;
+            }
             let Ok(n) = <[u8; 4]>::try_from(body.as_ref()).map(u32::from_be_bytes) else {
                 continue;
             };
@@ -629,6 +722,7 @@ impl FabricEngine {
                 _ => {}
             }
         }
+        rung
     }
 
     /// Whether every page the peer's FIN announced has been taken.
@@ -749,10 +843,12 @@ impl FabricEngine {
         if sent {
             self.unrung = true;
         }
-        if self.unrung && self.peer_doorbell {
+        if let Some(name) = self.peer_doorbell.as_deref().filter(|_| self.unrung) {
             // One ring for the pages of this turn; the peer has no wait
             // descriptor to be woken by them.
-            if self.control.send_command(RING, Bytes::new()).is_ok() {
+            if (!name.is_empty() && self.node.ring(name))
+                || self.control.send_command(RING, Bytes::new()).is_ok()
+            {
                 self.unrung = false;
             }
         }
@@ -942,7 +1038,13 @@ impl Engine for FabricEngine {
             Input::Idle
         } else {
             let (input, _) = self.control.read(None, reads, now);
-            self.take_commands();
+            if self.take_commands() {
+                // The peer sent pages and we have no wait descriptor: read
+                // the completion queue now rather than after this turn
+                // (news for other connections is handed out before the
+                // loop sleeps).
+                self.node.progress(self.id);
+            }
             input
         };
         let input = match input {
@@ -1130,12 +1232,11 @@ impl Engine for FabricEngine {
         }
     }
 
-    /// Sends on the socket's thread when the socket spins or sends
-    /// unbuffered (buffered sockets leave it to the I/O thread, which
+    /// Sends on the socket's thread when the engine is eager (see
+    /// `eager`; other buffered sockets leave it to the I/O thread, which
     /// coalesces what accumulated meanwhile).
     fn output_ready(&mut self, outbound: &Queue) -> bool {
-        let eager = self.spins || !self.fabric.buffered;
-        if !eager || self.subscriber || !self.is_active() || self.draining.is_some() {
+        if !self.eager || self.subscriber || !self.is_active() || self.draining.is_some() {
             return false;
         }
         self.flow_out(Some(outbound), None);
