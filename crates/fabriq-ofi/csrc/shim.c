@@ -21,6 +21,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
 
 /* ---- version and constants -------------------------------------------- */
 
@@ -377,6 +378,11 @@ ssize_t fabriq_ofi_senddata(struct fid_ep *ep, const void *buf, size_t len,
                             void *desc, uint64_t data, fi_addr_t dest,
                             void *context) {
     return fi_senddata(ep, buf, len, desc, data, dest, context);
+}
+ssize_t fabriq_ofi_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+                        fi_addr_t src, uint64_t addr, uint64_t key,
+                        void *context) {
+    return fi_read(ep, buf, len, desc, src, addr, key, context);
 }
 ssize_t fabriq_ofi_tsend(struct fid_ep *ep, const void *buf, size_t len,
                          void *desc, fi_addr_t dest, uint64_t tag,

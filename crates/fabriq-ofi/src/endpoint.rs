@@ -232,6 +232,43 @@ impl Endpoint {
         )
     }
 
+    /// Posts an RMA read (`fi_read`) of `len` bytes at the peer's `addr`
+    /// under its registration `key` into `buf`. `-FI_EAGAIN` is
+    /// [`Error::Again`].
+    ///
+    /// # Safety
+    /// As [`Endpoint::post_recv_raw`]: `buf..buf+len` writable, registered
+    /// (with `desc`) when the domain needs it, and both it and `context`
+    /// valid and untouched by the caller until the completion has been
+    /// read or the endpoint is closed.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn read_raw(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        desc: Desc,
+        src: FiAddr,
+        addr: u64,
+        key: u64,
+        context: *mut c_void,
+    ) -> Result<()> {
+        self.check_enabled()?;
+        // SAFETY: the caller upholds the buffer and context contract.
+        let ret = unsafe {
+            sys::fabriq_ofi_read(
+                self.ptr.as_ptr(),
+                buf.cast(),
+                len,
+                desc.0,
+                src.0,
+                addr,
+                key,
+                context,
+            )
+        };
+        sys::check("fi_read", ret)
+    }
+
     /// Asks the provider to cancel the operation posted with `context`
     /// (`fi_cancel`); a canceled operation completes with
     /// [`CompletionErrorKind::Canceled`](crate::CompletionErrorKind).

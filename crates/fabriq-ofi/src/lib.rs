@@ -82,8 +82,8 @@ pub use endpoint::{CqBind, Endpoint};
 pub use error::{CompletionError, CompletionErrorKind, Error, Result};
 pub use fabric::Fabric;
 pub use info::{getinfo, runtime_version, Caps, EpType, Hints, Info, MrMode, Progress};
-pub use mr::{Access, Desc, MemoryRegion};
-pub use paged::{Event, PagedConfig, PagedEndpoint, PostError};
+pub use mr::{Access, Desc, Lent, MemoryRegion, ReadBuffer, ReadPool};
+pub use paged::{Event, PagedConfig, PagedEndpoint, PostError, ReadPostError};
 pub use pool::{Page, PagePool};
 
 /// True when this build has libfabric compiled in.

@@ -199,6 +199,272 @@ impl MemoryRegion {
     }
 }
 
+/// Registers `len` bytes at `buf` with `access` in `domain`, honouring its
+/// mr_mode as [`MemoryRegion::alloc`] does.
+///
+/// # Safety
+/// `buf..buf+len` must stay allocated until the returned registration is
+/// closed.
+unsafe fn register(
+    domain: &Arc<DomainInner>,
+    buf: *const u8,
+    len: usize,
+    access: Access,
+) -> Result<(NonNull<sys::fid_mr>, Desc, u64)> {
+    let mode = domain.mr_mode();
+    if mode.contains(MrMode::ENDPOINT) {
+        return Err(Error::Invalid(format!(
+            "provider {:?} needs FI_MR_ENDPOINT registrations, which fabriq-ofi does not bind",
+            domain.info.provider()
+        )));
+    }
+    let requested_key = if mode.contains(MrMode::PROV_KEY) {
+        0
+    } else {
+        domain.next_key()
+    };
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: the caller keeps buf..buf+len allocated for the
+    // registration's life; ptr receives a handle we own.
+    let ret = unsafe {
+        sys::fabriq_ofi_mr_reg(
+            domain.ptr.as_ptr(),
+            buf.cast(),
+            len,
+            access.0,
+            requested_key,
+            &mut ptr,
+        )
+    };
+    sys::check("fi_mr_reg", ret as isize)?;
+    let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_mr_reg returned NULL".into()))?;
+    // SAFETY: ptr is an open registration.
+    let (desc, key) = unsafe {
+        (
+            sys::fabriq_ofi_mr_desc(ptr.as_ptr()),
+            sys::fabriq_ofi_mr_key(ptr.as_ptr()),
+        )
+    };
+    Ok((ptr, Desc(desc), key))
+}
+
+/// Bytes the application owns, registered for peers to read (`fi_read`)
+/// straight from their memory: a rendezvous send. The bytes are kept
+/// alive, unchanged (`Bytes` is immutable), until the registration is
+/// dropped.
+pub struct Lent {
+    ptr: NonNull<sys::fid_mr>,
+    key: u64,
+    // Dropped after Drop::drop closed the registration (field order).
+    bytes: bytes::Bytes,
+    domain: Arc<DomainInner>,
+}
+
+// SAFETY: FI_THREAD_SAFE domain; the bytes are immutable and shared.
+unsafe impl Send for Lent {}
+// SAFETY: as above.
+unsafe impl Sync for Lent {}
+
+impl Lent {
+    /// Registers `bytes` for remote reads by peers of `domain`.
+    pub fn new(domain: &Domain, bytes: bytes::Bytes) -> Result<Self> {
+        // SAFETY: `bytes` is moved into the result, which closes the
+        // registration (Drop) before dropping them (field order).
+        let (ptr, _, key) = unsafe {
+            register(
+                &domain.inner,
+                bytes.as_ptr(),
+                bytes.len(),
+                Access::REMOTE_READ,
+            )?
+        };
+        Ok(Lent {
+            ptr,
+            key,
+            bytes,
+            domain: domain.inner.clone(),
+        })
+    }
+
+    /// The key a peer reads with.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// Bytes lent.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// True when nothing is lent.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The address a peer reads the first byte at: the virtual address
+    /// under `FI_MR_VIRT_ADDR`, 0 (an offset) otherwise.
+    pub fn rma_addr(&self) -> u64 {
+        if self.domain.mr_mode().contains(MrMode::VIRT_ADDR) {
+            self.bytes.as_ptr() as u64
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // SAFETY: we own the registration; the bytes outlive it (field
+        // drop order).
+        let ret = unsafe { sys::fabriq_ofi_close_mr(self.ptr.as_ptr()) };
+        if ret != 0 {
+            tracing::warn!(error = %Error::from_code("fi_close(mr)", -ret), "closing MR");
+        }
+    }
+}
+
+impl std::fmt::Debug for Lent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lent")
+            .field("len", &self.bytes.len())
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// What a completed read filled: a registered buffer, handed out as
+/// [`bytes::Bytes`] without a copy by [`ReadBuffer::into_bytes`]. Taken
+/// from a [`ReadPool`], it goes back there when dropped.
+pub struct ReadBuffer {
+    // Always Some until Drop.
+    mr: Option<MemoryRegion>,
+    len: usize,
+    home: std::sync::Weak<ReadPoolInner>,
+}
+
+/// Registered buffers to read into, kept for reuse: a fresh allocation
+/// per read costs a page fault and a zeroed page per 4 KiB, and on
+/// hardware providers a registration (pinning) each time.
+#[derive(Clone)]
+pub struct ReadPool {
+    inner: Arc<ReadPoolInner>,
+}
+
+#[doc(hidden)]
+pub struct ReadPoolInner {
+    domain: Domain,
+    free: std::sync::Mutex<Vec<MemoryRegion>>,
+    max_bytes: usize,
+}
+
+impl ReadPool {
+    /// A pool for `domain` that keeps at most `max_bytes` of free buffers.
+    pub fn new(domain: &Domain, max_bytes: usize) -> Self {
+        ReadPool {
+            inner: Arc::new(ReadPoolInner {
+                domain: domain.clone(),
+                free: std::sync::Mutex::new(Vec::new()),
+                max_bytes,
+            }),
+        }
+    }
+
+    /// A registered buffer of `len` bytes: a kept one of at least that
+    /// size (at most twice it), or a new one rounded up to a power of two.
+    pub fn get(&self, len: usize) -> Result<ReadBuffer> {
+        let kept = {
+            let mut free = self.inner.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.iter()
+                .position(|mr| mr.len() >= len && mr.len() / 2 <= len.max(1))
+                .map(|i| free.swap_remove(i))
+        };
+        let mr = match kept {
+            Some(mr) => mr,
+            None => MemoryRegion::alloc(
+                &self.inner.domain,
+                len.max(4096).next_power_of_two(),
+                Access::READ,
+            )?,
+        };
+        Ok(ReadBuffer {
+            mr: Some(mr),
+            len,
+            home: Arc::downgrade(&self.inner),
+        })
+    }
+}
+
+impl std::fmt::Debug for ReadPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadPool").finish_non_exhaustive()
+    }
+}
+
+impl Drop for ReadBuffer {
+    fn drop(&mut self) {
+        let (Some(mr), Some(home)) = (self.mr.take(), self.home.upgrade()) else {
+            return;
+        };
+        let mut free = home.free.lock().unwrap_or_else(|p| p.into_inner());
+        let kept: usize = free.iter().map(MemoryRegion::len).sum();
+        if kept + mr.len() <= home.max_bytes {
+            free.push(mr);
+        }
+    }
+}
+
+impl ReadBuffer {
+    fn mr(&self) -> &MemoryRegion {
+        self.mr.as_ref().expect("a live buffer")
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty buffer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.mr().as_ptr()
+    }
+
+    pub(crate) fn desc(&self) -> Desc {
+        self.mr().desc()
+    }
+
+    pub(crate) fn domain(&self) -> &Arc<DomainInner> {
+        &self.mr().domain
+    }
+
+    /// The bytes, as `Bytes` over the registered memory (no copy); the
+    /// registration is closed when the last slice is dropped.
+    pub fn into_bytes(self) -> bytes::Bytes {
+        bytes::Bytes::from_owner(self)
+    }
+}
+
+impl AsRef<[u8]> for ReadBuffer {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the region holds at least len initialised bytes (zeroed
+        // when allocated, then read into); only a completed read is handed
+        // out, so the provider no longer writes them, and nothing else can
+        // (we own the region until it goes back to its pool).
+        unsafe { std::slice::from_raw_parts(self.mr().as_ptr(), self.len) }
+    }
+}
+
+impl std::fmt::Debug for ReadBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadBuffer")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for MemoryRegion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryRegion")

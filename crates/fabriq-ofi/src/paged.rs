@@ -14,6 +14,7 @@ use crate::domain::Domain;
 use crate::endpoint::{CqBind, Endpoint};
 use crate::error::{CompletionError, Error, Result};
 use crate::info::Info;
+use crate::mr::ReadBuffer;
 use crate::pool::Page;
 
 /// Sizes of a [`PagedEndpoint`].
@@ -70,6 +71,20 @@ pub enum Event {
         /// The error entry.
         error: CompletionError,
     },
+    /// An RMA read completed: the bytes read, in registered memory.
+    ReadDone {
+        /// What was read (no copy).
+        data: bytes::Bytes,
+        /// The tag the read was posted with.
+        tag: u64,
+    },
+    /// An RMA read failed.
+    ReadFailed {
+        /// The tag the read was posted with.
+        tag: u64,
+        /// The error entry.
+        error: CompletionError,
+    },
     /// A receive failed, e.g. truncated (`FI_ETRUNC`).
     RecvFailed {
         /// The page that was posted.
@@ -89,6 +104,16 @@ pub struct PostError {
     pub page: Page,
 }
 
+/// A read that was refused; the buffer comes back.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct ReadPostError {
+    /// Why (e.g. [`Error::Again`]: read completions and retry).
+    pub error: Error,
+    /// The buffer that was not posted.
+    pub buffer: ReadBuffer,
+}
+
 /// `struct fi_context2` storage: 4 pointers the provider may write while
 /// the operation is in flight (FI_CONTEXT / FI_CONTEXT2 mode).
 #[repr(C, align(8))]
@@ -98,6 +123,7 @@ enum Slot {
     Free,
     Send(Page, FiAddr, u64),
     Recv(Page),
+    Read(ReadBuffer, u64),
 }
 
 /// An RDM endpoint that owns its posted pages. See the crate docs for the
@@ -287,10 +313,64 @@ impl PagedEndpoint {
         }
     }
 
+    /// Reads `buf.len()` bytes that the peer `src` lent (at `addr`, under
+    /// `key`) into `buf` (`fi_read`). The data comes back in
+    /// [`Event::ReadDone`] or [`Event::ReadFailed`], with `tag`. A read
+    /// counts against the send window.
+    pub fn read(
+        &mut self,
+        buf: ReadBuffer,
+        src: FiAddr,
+        addr: u64,
+        key: u64,
+        tag: u64,
+    ) -> Result<(), ReadPostError> {
+        if !std::sync::Arc::ptr_eq(buf.domain(), &self.ep.domain) {
+            return Err(ReadPostError {
+                error: Error::Invalid("buffer is registered in another domain".into()),
+                buffer: buf,
+            });
+        }
+        if self.sends >= self.config.max_sends {
+            return Err(ReadPostError {
+                error: Error::Invalid(format!("send window full ({} in flight)", self.sends)),
+                buffer: buf,
+            });
+        }
+        let Some(i) = self.free.pop() else {
+            return Err(ReadPostError {
+                error: Error::Invalid("no free operation slot".into()),
+                buffer: buf,
+            });
+        };
+        let (ptr, len, desc) = (buf.ptr(), buf.len(), buf.desc());
+        self.slots[i] = Slot::Read(buf, tag);
+        // SAFETY: as in post_recv: registered memory owned by slots[i] until
+        // completion or close; ctxs[i] unique to this operation.
+        let posted = unsafe {
+            self.ep
+                .read_raw(ptr, len, desc, src, addr, key, self.ctx_ptr(i))
+        };
+        match posted {
+            Ok(()) => {
+                self.sends += 1;
+                Ok(())
+            }
+            Err(error) => {
+                let buffer = match std::mem::replace(&mut self.slots[i], Slot::Free) {
+                    Slot::Read(b, _) => b,
+                    _ => unreachable!("slot {i} was just filled with a read"),
+                };
+                self.free.push(i);
+                Err(ReadPostError { error, buffer })
+            }
+        }
+    }
+
     /// Empties slot `i`, returning its page.
     fn take(&mut self, i: usize) -> Option<Page> {
         let page = match std::mem::replace(&mut self.slots[i], Slot::Free) {
-            Slot::Free => return None,
+            Slot::Free | Slot::Read(..) => return None,
             Slot::Send(p, _, _) | Slot::Recv(p) => p,
         };
         self.free.push(i);
@@ -352,6 +432,13 @@ impl PagedEndpoint {
                 let data = c.has_data().then_some(c.data);
                 events.push(Event::Received { page, data });
             }
+            Slot::Read(buf, tag) => {
+                self.sends -= 1;
+                events.push(Event::ReadDone {
+                    data: buf.into_bytes(),
+                    tag,
+                });
+            }
         }
         self.free.push(i);
         Ok(())
@@ -376,6 +463,11 @@ impl PagedEndpoint {
                 self.recvs -= 1;
                 page.set_len(error.len);
                 events.push(Event::RecvFailed { page, error });
+            }
+            Slot::Read(buf, tag) => {
+                self.sends -= 1;
+                drop(buf);
+                events.push(Event::ReadFailed { tag, error });
             }
         }
         self.free.push(i);

@@ -140,6 +140,7 @@ shim! {
     pub fn fabriq_ofi_recv(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_send(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, dest: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_senddata(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, data: u64, dest: u64, context: *mut c_void) -> isize;
+    pub fn fabriq_ofi_read(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, addr: u64, key: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_tsend(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, dest: u64, tag: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_trecv(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, tag: u64, ignore: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_cancel(ep: *mut fid_ep, context: *mut c_void) -> isize;

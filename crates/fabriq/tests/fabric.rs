@@ -704,3 +704,57 @@ fn one_socket_serves_libzmq_over_tcp_and_fabriq_over_shm() {
     assert_eq!((l, f), (300, 300));
     drop(libzmq.join().unwrap());
 }
+
+/// Frames larger than a page are read by the receiver from the sender's
+/// memory (rendezvous): a sender that closes right after sending them
+/// lingers until they were read, and a receiver that holds many of them
+/// at once still gets every one.
+#[test]
+fn large_messages_survive_a_closing_sender_and_a_hoarding_receiver() {
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let pull = socket(&ctx, zmq::PULL);
+        let push = socket(&other, zmq::PUSH);
+        join(provider, &pull, &push);
+        let size = |i: usize| 100_000 + (i * 7919) % 900_000;
+        for i in 0..60usize {
+            push.send(&body(i, size(i))[..], 0).unwrap();
+        }
+        drop(push);
+        // Hold every message: none of the read buffers can be reused.
+        let held: Vec<Vec<u8>> = (0..60)
+            .map(|i| {
+                pull.recv_bytes(0)
+                    .unwrap_or_else(|e| panic!("{provider}: message {i}: {e}"))
+            })
+            .collect();
+        for (i, m) in held.iter().enumerate() {
+            assert!(*m == body(i, size(i)), "{provider}: message {i}");
+        }
+    }
+}
+
+/// A frame over the receiver's MAXMSGSIZE is refused whether it comes in
+/// pages or by rendezvous: the connection ends, nothing is delivered, and
+/// the socket goes on serving other peers.
+#[test]
+fn a_frame_over_maxmsgsize_ends_only_its_connection() {
+    for size in [30_000usize, 3_000_000] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let pull = socket(&ctx, zmq::PULL);
+        pull.set_maxmsgsize(20_000).unwrap();
+        let big = socket(&other, zmq::PUSH);
+        let endpoint = join("tcp", &pull, &big);
+        big.send(&body(1, size)[..], 0).unwrap();
+        let good = socket(&other, zmq::PUSH);
+        good.connect(&endpoint).unwrap();
+        good.send("small", 0).unwrap();
+        assert_eq!(pull.recv_bytes(0).unwrap(), b"small", "after {size} B");
+        pull.set_rcvtimeo(300).unwrap();
+        assert_eq!(
+            pull.recv_bytes(0),
+            Err(zmq::Error::EAGAIN),
+            "{size} B arrived"
+        );
+    }
+}

@@ -84,6 +84,19 @@ const FIN_WAIT: Duration = Duration::from_secs(5);
 /// The control-channel command that wakes a receiver without wait
 /// descriptors (empty body).
 const RING: &[u8] = b"RING";
+/// Present when the node can lend memory for RMA reads and read it.
+const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
+/// The page-stream command that stands for a message frame the receiver
+/// reads from the sender's memory (a rendezvous): body `id` u32, `len`
+/// u64, `addr` u64, `key` u64, `more` u8, big endian.
+const RDV: &[u8] = b"RDV";
+/// The control-channel command a receiver sends when it has read a lent
+/// frame (body: the id, u32): the sender lets the memory go.
+const RDV_DONE: &[u8] = b"RDVDONE";
+/// Free rendezvous buffers a node keeps for reuse, in bytes.
+const READ_POOL_BYTES: usize = 64 << 20;
+/// Frames a sender lends at most at once per connection.
+const MAX_LENT: usize = 64;
 
 /// What a node knows of one connection.
 #[derive(Debug, Default)]
@@ -96,10 +109,17 @@ struct Conn {
     in_flight: usize,
     /// A completion failed for this connection.
     failed: Option<String>,
+    /// A rendezvous read that completed and was not taken yet.
+    read: Option<Bytes>,
 }
 
 struct NodeState {
     ep: PagedEndpoint,
+    /// Rendezvous reads posted and not completed.
+    reads: usize,
+    domain: fabriq_ofi::Domain,
+    /// Buffers rendezvous reads land in, reused.
+    reads_pool: fabriq_ofi::ReadPool,
     /// Receives to keep posted.
     posted: usize,
     pool: PagePool,
@@ -132,6 +152,8 @@ pub(crate) struct Node {
     page_size: usize,
     /// The pages each peer may have in flight to us.
     window: u32,
+    /// The endpoint does RMA: frames larger than a page go by rendezvous.
+    rma: bool,
 }
 
 impl std::fmt::Debug for Node {
@@ -184,11 +206,25 @@ impl Node {
                 hints = hints.node(ip).source(true);
             }
         }
-        let info = fabriq_ofi::getinfo(&hints)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
-            .ok_or("fi_getinfo offered no endpoint")?;
+        // RMA (for rendezvous) where the provider has it; messages only
+        // otherwise.
+        let with_rma = hints
+            .clone()
+            .caps(fabriq_ofi::Caps::MSG | fabriq_ofi::Caps::RMA);
+        let (info, rma) = match fabriq_ofi::getinfo(&with_rma)
+            .ok()
+            .and_then(|i| i.into_iter().next())
+        {
+            Some(info) => (info, true),
+            None => {
+                let info = fabriq_ofi::getinfo(&hints)
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .next()
+                    .ok_or("fi_getinfo offered no endpoint")?;
+                (info, false)
+            }
+        };
         let page_size = usize::try_from(fabric.page_size).unwrap_or(0) + HEADER_ROOM;
         let pages = usize::try_from(fabric.page_count).unwrap_or(0);
         let max = info.max_msg_size();
@@ -231,6 +267,9 @@ impl Node {
         };
         let mut state = NodeState {
             ep,
+            reads: 0,
+            domain: domain.clone(),
+            reads_pool: fabriq_ofi::ReadPool::new(&domain, READ_POOL_BYTES),
             posted,
             pool,
             conns: HashMap::new(),
@@ -249,6 +288,7 @@ impl Node {
             provider: info.provider(),
             page_size,
             window,
+            rma,
         })
     }
 
@@ -322,6 +362,50 @@ impl Node {
             *next = next.wrapping_add(1);
         }
         c.failed.clone()
+    }
+
+    /// Registers `bytes` for the peer to read.
+    fn lend(&self, bytes: Bytes) -> Result<fabriq_ofi::Lent, String> {
+        let domain = self.lock().domain.clone();
+        fabriq_ofi::Lent::new(&domain, bytes).map_err(|e| e.to_string())
+    }
+
+    /// Starts reading `len` bytes the peer `src` lent, for connection
+    /// `id`; the data comes back through [`Node::take_read`].
+    fn read(&self, id: u32, src: FiAddr, len: usize, addr: u64, key: u64) -> Result<(), String> {
+        let mut s = self.lock();
+        let buf = s.reads_pool.get(len).map_err(|e| e.to_string())?;
+        let mut buf = Some(buf);
+        // EAGAIN: progress, then again (a bounded number of times).
+        for _ in 0..1000 {
+            match s
+                .ep
+                .read(buf.take().expect("buffer"), src, addr, key, u64::from(id))
+            {
+                Ok(()) => {
+                    s.reads += 1;
+                    // Providers that copy at once (shm's CMA) complete it
+                    // here.
+                    let mut ready = std::mem::take(&mut s.pending_ready);
+                    s.reap(&mut ready);
+                    s.pending_ready = ready;
+                    return Ok(());
+                }
+                Err(refused) if matches!(refused.error, fabriq_ofi::Error::Again { .. }) => {
+                    buf = Some(refused.buffer);
+                    let mut ready = std::mem::take(&mut s.pending_ready);
+                    s.reap(&mut ready);
+                    s.pending_ready = ready;
+                }
+                Err(refused) => return Err(refused.error.to_string()),
+            }
+        }
+        Err("fi_read: the provider stayed busy".into())
+    }
+
+    /// The rendezvous read of `id` that completed, if any.
+    fn take_read(&self, id: u32) -> Option<Bytes> {
+        self.lock().conns.get_mut(&id)?.read.take()
     }
 
     fn in_flight(&self, id: u32) -> usize {
@@ -414,6 +498,20 @@ impl NodeState {
                 drop(page);
                 tracing::warn!("a fabric receive failed: {error}");
             }
+            ReadDone { data, tag } => {
+                self.reads = self.reads.saturating_sub(1);
+                if let Some(c) = self.conns.get_mut(&(tag as u32)) {
+                    c.read = Some(data);
+                    ready.extend(c.token);
+                }
+            }
+            ReadFailed { tag, error } => {
+                self.reads = self.reads.saturating_sub(1);
+                if let Some(c) = self.conns.get_mut(&(tag as u32)) {
+                    c.failed = Some(format!("a rendezvous read failed: {error}"));
+                    ready.extend(c.token);
+                }
+            }
         }
     }
 }
@@ -440,7 +538,16 @@ impl Demux for Node {
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        (!self.cq_waitable).then_some(POLL_EVERY)
+        if self.cq_waitable {
+            return None;
+        }
+        // While a read is in flight nothing rings us for its completion:
+        // keep polling.
+        Some(if self.lock().reads > 0 {
+            Duration::ZERO
+        } else {
+            POLL_EVERY
+        })
     }
 }
 
@@ -526,12 +633,23 @@ pub(crate) struct FabricEngine {
     peer_doorbell: Option<String>,
     /// Pages sent since the last ring of the peer's doorbell.
     unrung: bool,
+    /// Both nodes do RMA: frames larger than a page are lent, not copied.
+    rendezvous: bool,
+    /// Frames lent to the peer, by id, until it says it read them.
+    lent: HashMap<u32, fabriq_ofi::Lent>,
+    lent_bytes: usize,
+    next_lent: u32,
+    /// The rendezvous frame being read: its id at the sender and whether
+    /// more frames of its message follow.
+    reading: Option<(u32, bool)>,
     recv_seq: u32,
     /// Pages taken in order and not yet decoded (the front one partly).
     received: VecDeque<Bytes>,
     /// The bytes of a frame that straddles pages.
     straddle: BytesMut,
     decoder: FrameDecoder,
+    /// The socket's MAXMSGSIZE, for frames read by rendezvous.
+    max_data: Option<u64>,
     /// Frames of the message being assembled.
     parts: Multipart,
     /// Pages decoded since credits were last returned.
@@ -577,6 +695,9 @@ impl FabricEngine {
             (PROP_WINDOW.into(), Bytes::from(node.window.to_string())),
             (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
         ];
+        if node.rma {
+            props.push((PROP_RMA.into(), Bytes::from_static(b"1")));
+        }
         if !node.cq_waitable {
             // The doorbell's name, or (without one) an empty value: ring
             // over the control connection.
@@ -641,10 +762,16 @@ impl FabricEngine {
             peer_page: 0,
             peer_doorbell: None,
             unrung: false,
+            rendezvous: false,
+            lent: HashMap::new(),
+            lent_bytes: 0,
+            next_lent: 0,
+            reading: None,
             recv_seq: 0,
             received: VecDeque::new(),
             straddle: BytesMut::new(),
             decoder: FrameDecoder::new(max_data, 64 * 1024),
+            max_data,
             parts: Multipart::new(),
             consumed: 0,
             publisher,
@@ -690,6 +817,7 @@ impl FabricEngine {
         self.credits = window;
         self.peer_page = page.min(self.node.page_size);
         self.peer_doorbell = doorbell;
+        self.rendezvous = self.node.rma && props.get(PROP_RMA).is_some();
         Ok(())
     }
 
@@ -718,6 +846,11 @@ impl FabricEngine {
             };
             match name.as_ref() {
                 CREDIT => self.credits = self.credits.saturating_add(n),
+                RDV_DONE => {
+                    if let Some(lent) = self.lent.remove(&n) {
+                        self.lent_bytes -= lent.len();
+                    }
+                }
                 FIN => self.peer_fin = Some(n),
                 _ => {}
             }
@@ -756,6 +889,21 @@ impl FabricEngine {
             if !inbound.has_room() {
                 return Ok(delivered);
             }
+            if let Some((lent_id, more)) = self.reading {
+                // Frames after a rendezvous wait for its read.
+                let Some(data) = self.node.take_read(self.id) else {
+                    return Ok(delivered);
+                };
+                self.reading = None;
+                let body = Bytes::copy_from_slice(&lent_id.to_be_bytes());
+                let _ = self.control.send_command(RDV_DONE, body);
+                self.parts.push(data);
+                if !more {
+                    inbound.push(Item::Msg(std::mem::take(&mut self.parts)));
+                    delivered += 1;
+                }
+                continue;
+            }
             let frame = if self.straddle.is_empty() {
                 let Some(front) = self.received.front_mut() else {
                     return Ok(delivered);
@@ -789,6 +937,11 @@ impl FabricEngine {
                     }
                 }
             };
+            if frame.command && frame.data.get(1..1 + RDV.len()) == Some(RDV) && frame.data[0] == 3
+            {
+                self.start_read(&frame.data[4..])?;
+                continue;
+            }
             if frame.command {
                 let item = match Command::decode(&frame.data)? {
                     Command::Subscribe(t) if self.publisher => Item::Subscribe(t),
@@ -805,6 +958,37 @@ impl FabricEngine {
                 delivered += 1;
             }
         }
+    }
+
+    /// Starts the read a rendezvous frame (its body: `rdv`) asks for.
+    fn start_read(&mut self, rdv: &[u8]) -> Result<(), ProtocolError> {
+        let bad = || ProtocolError::MalformedCommand {
+            command: "RDV".into(),
+            reason: "not a rendezvous this connection can read",
+        };
+        let rdv: &[u8; 29] = rdv.try_into().map_err(|_| bad())?;
+        let u64_at = |i: usize| u64::from_be_bytes(rdv[i..i + 8].try_into().expect("8 bytes"));
+        let id = u32::from_be_bytes(rdv[..4].try_into().expect("4 bytes"));
+        let (len, addr, key, more) = (u64_at(4), u64_at(12), u64_at(20), rdv[28] != 0);
+        let remote = self.remote.ok_or_else(bad)?;
+        let len = usize::try_from(len).map_err(|_| bad())?;
+        if !self.rendezvous || self.decoder_refuses(len) {
+            return Err(bad());
+        }
+        if let Err(why) = self.node.read(self.id, remote.addr, len, addr, key) {
+            self.failed = Some(format!("rendezvous read of {len} bytes: {why}"));
+        }
+        // The read may need the sender's progress (shm's CMA reads are
+        // served by the peer): ring it like pages would.
+        self.unrung = true;
+        self.ring();
+        self.reading = Some((id, more));
+        Ok(())
+    }
+
+    /// Whether a frame of `len` bytes is over the socket's MAXMSGSIZE.
+    fn decoder_refuses(&self, len: usize) -> bool {
+        self.max_data.is_some_and(|max| len as u64 > max)
     }
 
     /// Sends what `outbound` holds, in pages, as credits and the provider
@@ -843,16 +1027,21 @@ impl FabricEngine {
         if sent {
             self.unrung = true;
         }
+        self.ring();
+        sent
+    }
+
+    /// Rings the peer's doorbell if it has one and we sent it something
+    /// since the last ring: one ring for the pages of a turn; the peer has
+    /// no wait descriptor to be woken by them.
+    fn ring(&mut self) {
         if let Some(name) = self.peer_doorbell.as_deref().filter(|_| self.unrung) {
-            // One ring for the pages of this turn; the peer has no wait
-            // descriptor to be woken by them.
             if (!name.is_empty() && self.node.ring(name))
                 || self.control.send_command(RING, Bytes::new()).is_ok()
             {
                 self.unrung = false;
             }
         }
-        sent
     }
 
     /// Fills the current page from the chunks left over and then from
@@ -907,8 +1096,10 @@ impl FabricEngine {
                 // Unbuffered: each message is sent as soon as it is in.
                 return self.ship();
             }
-            // The next item: straight into the page when it fits.
-            let Some(item) = outbound.and_then(Queue::pop) else {
+            // The next item: straight into the page when it fits (and
+            // while the peer has not read too many lent frames yet).
+            let lent_full = self.lent.len() >= MAX_LENT;
+            let Some(item) = outbound.filter(|_| !lent_full).and_then(Queue::pop) else {
                 // Nothing queued: a partly filled page goes now, unless a
                 // flush interval lets it wait for more.
                 if len == 0 {
@@ -1000,8 +1191,15 @@ impl FabricEngine {
         let straddles = self.filling.as_ref().is_some_and(|p| !p.is_empty())
             && self.chunks.is_empty()
             && size <= self.peer_page;
+        // Frames larger than a page are lent to the peer, which reads them
+        // straight into their final buffer (only messages have parts; a
+        // subscription's command is in scratch).
+        if self.rendezvous && parts.iter().any(|p| self.lends(p)) {
+            self.lend_parts(parts);
+            return false;
+        }
         // Otherwise the item's bytes wait in chunks, the bodies uncopied.
-        if !scratch.is_empty() {
+        if !self.scratch.is_empty() {
             let command = self.scratch.split().freeze();
             self.push_chunk(command);
         }
@@ -1013,6 +1211,51 @@ impl FabricEngine {
             self.push_chunk(part);
         }
         straddles
+    }
+
+    /// Whether `part` goes by rendezvous.
+    fn lends(&self, part: &Bytes) -> bool {
+        part.len() > self.peer_page.saturating_sub(HEADER_ROOM)
+    }
+
+    /// Lends the large parts of a message, staging an RDV frame for each
+    /// and the other frames as they are, in order. A part that cannot be
+    /// registered is streamed instead.
+    fn lend_parts(&mut self, parts: Multipart) {
+        let last = parts.len().saturating_sub(1);
+        for (i, part) in parts.into_iter().enumerate() {
+            let more = i < last;
+            if self.lends(&part) {
+                match self.node.lend(part.clone()) {
+                    Ok(lent) => {
+                        let id = self.next_lent;
+                        self.next_lent = self.next_lent.wrapping_add(1);
+                        let mut body = BytesMut::with_capacity(33);
+                        body.extend_from_slice(&[RDV.len() as u8]);
+                        body.extend_from_slice(RDV);
+                        body.extend_from_slice(&id.to_be_bytes());
+                        body.extend_from_slice(&(lent.len() as u64).to_be_bytes());
+                        body.extend_from_slice(&lent.rma_addr().to_be_bytes());
+                        body.extend_from_slice(&lent.key().to_be_bytes());
+                        body.extend_from_slice(&[u8::from(more)]);
+                        encode_header(&mut self.scratch, body.len(), false, true);
+                        let header = self.scratch.split().freeze();
+                        self.push_chunk(header);
+                        self.push_chunk(body.freeze());
+                        self.lent_bytes += lent.len();
+                        self.lent.insert(id, lent);
+                        continue;
+                    }
+                    Err(why) => {
+                        tracing::debug!("cannot lend {} bytes ({why}): streamed", part.len());
+                    }
+                }
+            }
+            encode_header(&mut self.scratch, part.len(), more, false);
+            let header = self.scratch.split().freeze();
+            self.push_chunk(header);
+            self.push_chunk(part);
+        }
     }
 
     fn push_chunk(&mut self, chunk: Bytes) {
@@ -1109,6 +1352,7 @@ impl Engine for FabricEngine {
             + self.filling.as_ref().map_or(0, Page::len)
             + self.unsent_page.as_ref().map_or(0, Page::len)
             + self.node.in_flight(self.id)
+            + self.lent_bytes
     }
 
     fn is_active(&self) -> bool {
