@@ -111,7 +111,7 @@ pub struct ReadPostError {
     /// Why (e.g. [`Error::Again`]: read completions and retry).
     pub error: Error,
     /// The buffer that was not posted.
-    pub buffer: ReadBuffer,
+    pub buffer: Box<ReadBuffer>,
 }
 
 /// `struct fi_context2` storage: 4 pointers the provider may write while
@@ -328,19 +328,19 @@ impl PagedEndpoint {
         if !std::sync::Arc::ptr_eq(buf.domain(), &self.ep.domain) {
             return Err(ReadPostError {
                 error: Error::Invalid("buffer is registered in another domain".into()),
-                buffer: buf,
+                buffer: Box::new(buf),
             });
         }
         if self.sends >= self.config.max_sends {
             return Err(ReadPostError {
                 error: Error::Invalid(format!("send window full ({} in flight)", self.sends)),
-                buffer: buf,
+                buffer: Box::new(buf),
             });
         }
         let Some(i) = self.free.pop() else {
             return Err(ReadPostError {
                 error: Error::Invalid("no free operation slot".into()),
-                buffer: buf,
+                buffer: Box::new(buf),
             });
         };
         let (ptr, len, desc) = (buf.ptr(), buf.len(), buf.desc());
@@ -362,7 +362,10 @@ impl PagedEndpoint {
                     _ => unreachable!("slot {i} was just filled with a read"),
                 };
                 self.free.push(i);
-                Err(ReadPostError { error, buffer })
+                Err(ReadPostError {
+                    error,
+                    buffer: Box::new(buffer),
+                })
             }
         }
     }

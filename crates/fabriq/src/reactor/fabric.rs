@@ -392,7 +392,7 @@ impl Node {
                     return Ok(());
                 }
                 Err(refused) if matches!(refused.error, fabriq_ofi::Error::Again { .. }) => {
-                    buf = Some(refused.buffer);
+                    buf = Some(*refused.buffer);
                     let mut ready = std::mem::take(&mut s.pending_ready);
                     s.reap(&mut ready);
                     s.pending_ready = ready;
