@@ -193,6 +193,7 @@ fn exchange(provider: &str, count: usize) {
                 }
                 Event::SendFailed { error, .. } => panic!("{provider}: send failed: {error}"),
                 Event::RecvFailed { error, .. } => panic!("{provider}: receive failed: {error}"),
+                other => panic!("{provider}: no reads were posted: {other:?}"),
             }
         }
     }
@@ -259,6 +260,7 @@ fn truncation(provider: &str) {
                     )
                 }
                 Event::Sent { .. } | Event::SendFailed { .. } => {}
+                other => panic!("{provider}: no reads were posted: {other:?}"),
             }
         }
     }
@@ -434,4 +436,95 @@ fn pool_pages_return_when_last_slice_drops() {
     assert_eq!(p.capacity(), 4096);
     drop(p);
     drop(domain);
+}
+
+/// RMA read (the engine's rendezvous): one side lends bytes it owns, the
+/// other reads them with `fi_read` into a registered buffer from a
+/// `ReadPool`, and gets them as `Bytes` without a copy.
+fn rma_read(provider: &str) {
+    if !need_fabric() {
+        return;
+    }
+    let caps = fabriq_ofi::Caps::MSG | fabriq_ofi::Caps::RMA;
+    let info = |_: ()| {
+        fabriq_ofi::getinfo(&common::hints(provider).caps(caps))
+            .unwrap_or_else(|e| panic!("{provider} with FI_RMA: {e}"))
+            .into_iter()
+            .next()
+            .expect("an RMA endpoint")
+    };
+    let open = |_: ()| {
+        let info = info(());
+        let domain = fabriq_ofi::Domain::open_info(&info).unwrap();
+        let ep = fabriq_ofi::PagedEndpoint::open(&domain, &info, PagedConfig::default()).unwrap();
+        (domain, ep)
+    };
+    let ((da, mut ea), (db, mut eb)) = (open(()), open(()));
+    let a_at_b = eb.insert_peer(&ea.name().unwrap()).unwrap();
+    let _b_at_a = ea.insert_peer(&eb.name().unwrap()).unwrap();
+    let data = bytes::Bytes::from(
+        (0..3_000_000u32)
+            .map(|i| (i % 253) as u8)
+            .collect::<Vec<u8>>(),
+    );
+    let lent = fabriq_ofi::Lent::new(&da, data.slice(1000..2_001_000)).unwrap();
+    assert_eq!(lent.len(), 2_000_000);
+    let pool = fabriq_ofi::ReadPool::new(&db, 16 << 20);
+    for round in 0..3u64 {
+        // The first operation to a new peer is EAGAIN until both sides
+        // progressed (connection setup).
+        let mut buf = pool.get(lent.len()).unwrap();
+        let dl = deadline(10);
+        let mut events = Vec::new();
+        while let Err(refused) = eb.read(buf, a_at_b, lent.rma_addr(), lent.key(), 40 + round) {
+            assert!(refused.error.is_again(), "{provider}: {}", refused.error);
+            assert!(
+                Instant::now() < dl,
+                "{provider}: read {round} refused for 10 s"
+            );
+            buf = *refused.buffer;
+            ea.poll(&mut events, 16).unwrap();
+            eb.poll(&mut events, 16).unwrap();
+            assert!(events.is_empty(), "{provider}: {events:?}");
+        }
+        let dl = deadline(10);
+        let mut events = Vec::new();
+        let got = loop {
+            // Both sides progress: some providers serve reads at the target.
+            ea.poll(&mut events, 16).unwrap();
+            eb.poll(&mut events, 16).unwrap();
+            if let Some(i) = events
+                .iter()
+                .position(|e| matches!(e, Event::ReadDone { .. } | Event::ReadFailed { .. }))
+            {
+                break events.swap_remove(i);
+            }
+            events.clear();
+            assert!(
+                Instant::now() < dl,
+                "{provider}: read {round} did not complete"
+            );
+        };
+        match got {
+            Event::ReadDone { data: read, tag } => {
+                assert_eq!(tag, 40 + round);
+                assert!(
+                    read[..] == data[1000..2_001_000],
+                    "{provider}: read {round} content"
+                );
+            }
+            other => panic!("{provider}: read {round}: {other:?}"),
+        }
+    }
+    drop(lent);
+}
+
+#[test]
+fn rma_read_of_lent_bytes_tcp() {
+    rma_read("tcp");
+}
+
+#[test]
+fn rma_read_of_lent_bytes_shm() {
+    rma_read("shm");
 }
