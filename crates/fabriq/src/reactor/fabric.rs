@@ -403,6 +403,14 @@ impl Node {
         Err("fi_read: the provider stayed busy".into())
     }
 
+    /// The window of one connection: an equal share of the receives kept
+    /// posted (at least one page, at most [`WINDOW`]).
+    fn share(&self) -> u32 {
+        let s = self.lock();
+        let conns = s.conns.len().max(1) as u32;
+        (s.posted as u32 / conns).clamp(1, self.window)
+    }
+
     /// The rendezvous read of `id` that completed, if any.
     fn take_read(&self, id: u32) -> Option<Bytes> {
         self.lock().conns.get_mut(&id)?.read.take()
@@ -654,6 +662,9 @@ pub(crate) struct FabricEngine {
     parts: Multipart,
     /// Pages decoded since credits were last returned.
     consumed: u32,
+    /// Pages the peer was allowed to send us since then (its window when
+    /// credits were last returned).
+    granted: u32,
     publisher: bool,
     /// SUB and XSUB send subscriptions, which the session's topic list
     /// must see: they are never written from the socket's thread.
@@ -687,12 +698,13 @@ enum Filled {
 }
 
 impl FabricEngine {
-    /// The READY metadata that tells the peer how to reach us.
-    fn metadata(node: &Node, id: u32) -> Vec<(String, Bytes)> {
+    /// The READY metadata that tells the peer how to reach us, granting
+    /// it `window` pages.
+    fn metadata(node: &Node, id: u32, window: u32) -> Vec<(String, Bytes)> {
         let mut props = vec![
             (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
             (PROP_ID.into(), Bytes::from(id.to_string())),
-            (PROP_WINDOW.into(), Bytes::from(node.window.to_string())),
+            (PROP_WINDOW.into(), Bytes::from(window.to_string())),
             (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
         ];
         if node.rma {
@@ -725,7 +737,8 @@ impl FabricEngine {
         let demux: Arc<dyn Demux> = node.clone();
         poller.join(&demux).map_err(|e| e.to_string())?;
         let id = node.add(token);
-        for (name, value) in Self::metadata(&node, id) {
+        let granted = node.share();
+        for (name, value) in Self::metadata(&node, id, granted) {
             config
                 .metadata
                 .push(&name, value)
@@ -774,6 +787,7 @@ impl FabricEngine {
             max_data,
             parts: Multipart::new(),
             consumed: 0,
+            granted,
             publisher,
             subscriber,
             failed: None,
@@ -822,12 +836,23 @@ impl FabricEngine {
     }
 
     /// Returns credits for the pages decoded since the last return.
+    ///
+    /// The peer may send `granted - consumed` more pages. It is topped up
+    /// to this connection's share of the node's posted receives (see
+    /// [`Node::share`]) once that has fallen to half the share: with many
+    /// peers each gets a smaller window, so together they stay within the
+    /// receives posted (once the windows granted before a peer joined
+    /// have been used).
     fn return_credits(&mut self, force: bool) {
-        if self.consumed == 0 || (!force && self.consumed < self.node.window.div_ceil(2)) {
+        let held = self.granted.saturating_sub(self.consumed);
+        let share = self.node.share();
+        if self.consumed == 0 || held >= share || (!force && held > share / 2) {
             return;
         }
-        let body = Bytes::copy_from_slice(&self.consumed.to_be_bytes());
+        let give = share - held;
+        let body = Bytes::copy_from_slice(&give.to_be_bytes());
         if self.control.send_command(CREDIT, body).is_ok() {
+            self.granted = share;
             self.consumed = 0;
         }
     }
@@ -1517,4 +1542,52 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Windows shrink as connections join, so that together they fit the
+    /// receives the node keeps posted.
+    #[test]
+    fn each_connection_gets_a_share_of_the_posted_receives() {
+        let fabric = FabricOptions::default();
+        let node = Node::open(Some("shm"), None, &fabric).expect("an shm node");
+        assert_eq!(node.share(), WINDOW, "alone: the whole window");
+        let ids: Vec<u32> = (0..8).map(|t| node.add(Token(t))).collect();
+        assert_eq!(node.share(), (POSTED / 8) as u32);
+        for t in 8..300 {
+            node.add(Token(t));
+        }
+        assert_eq!(node.share(), 1, "more peers than receives: one page each");
+        for id in ids {
+            node.remove(id);
+        }
+        let small = FabricOptions {
+            page_count: 16,
+            ..fabric
+        };
+        let node = Node::open(Some("shm"), None, &small).expect("a small node");
+        node.add(Token(1));
+        assert_eq!(node.share(), 4, "a quarter of 16 pages posted");
+    }
+
+    #[test]
+    fn the_largest_page_size_opens_and_an_unknown_provider_is_named() {
+        // shm sends any size in one message (its max_msg_size), so the
+        // largest page the option allows opens.
+        let ok = FabricOptions {
+            page_size: 64 << 20,
+            page_count: 16,
+            ..FabricOptions::default()
+        };
+        assert!(Node::open(Some("shm"), None, &ok).is_ok());
+        let missing = Node::open(Some("no-such-provider"), None, &FabricOptions::default());
+        let why = missing.err().expect("no such provider");
+        assert!(
+            why.contains("no-such-provider") || why.contains("No data"),
+            "{why}"
+        );
+    }
 }
