@@ -1584,7 +1584,7 @@ mod tests {
         };
         assert!(Node::open(Some("shm"), None, &ok).is_ok());
         let missing = Node::open(Some("no-such-provider"), None, &FabricOptions::default());
-        let why = missing.err().expect("no such provider");
+        let why = missing.expect_err("no such provider");
         assert!(
             why.contains("no-such-provider") || why.contains("No data"),
             "{why}"
