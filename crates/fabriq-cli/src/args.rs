@@ -13,7 +13,8 @@ use crate::format::Format;
 
 /// Endpoint forms, shown in help and in endpoint errors.
 pub const ENDPOINT_FORMS: &str = "tcp://HOST:PORT (bind: tcp://*:PORT, tcp://127.0.0.1:* \
-     for a free port), ipc://PATH, ipc://@NAME (abstract), ipc://*";
+     for a free port), ipc://PATH, ipc://@NAME (abstract), ipc://*, \
+     ofi+PROVIDER://HOST:PORT (libfabric, e.g. ofi+tcp, ofi+shm; see `fabriq info`)";
 
 const TOP_HELP: &str = "\
 Examples:
@@ -24,7 +25,10 @@ Examples:
   fabriq monitor tcp://127.0.0.1:5555 --type push
 
 Endpoints: tcp://HOST:PORT, tcp://*:PORT, tcp://127.0.0.1:* (free port, printed
-as `bound ENDPOINT` on stderr), ipc://PATH, ipc://@NAME, ipc://*.
+as `bound ENDPOINT` on stderr), ipc://PATH, ipc://@NAME, ipc://*, and
+ofi+PROVIDER://HOST:PORT (libfabric: ZMTP's handshake over a TCP connection to
+HOST:PORT, the messages over the provider's fabric, e.g. ofi+tcp, ofi+shm;
+`fabriq info` lists what this machine offers).
 
 Each line of stdin is one message; frames of a multipart message are separated
 by --sep (a tab by default). Received messages are printed the same way, one per
@@ -62,7 +66,8 @@ const PULL_HELP: &str = "\
 Examples:
   fabriq pull --bind tcp://*:5557
   fabriq pull --bind tcp://127.0.0.1:* -n 1 --timeout 10
-  fabriq pull --connect ipc:///tmp/feed --format json";
+  fabriq pull --connect ipc:///tmp/feed --format json
+  fabriq pull --bind ofi+tcp://127.0.0.1:5601        # libfabric's tcp provider";
 
 const REQ_HELP: &str = "\
 Examples:
@@ -177,7 +182,8 @@ pub struct InfoArgs {
 }
 
 /// ZeroMQ pattern testers: send and receive lines over tcp and ipc with any
-/// ZeroMQ peer (libzmq, pyzmq, fabriq).
+/// ZeroMQ peer (libzmq, pyzmq, fabriq), and between fabriq peers over
+/// libfabric (ofi+PROVIDER:// endpoints).
 #[derive(Parser, Debug)]
 #[command(name = "fabriq", version, after_help = TOP_HELP)]
 pub struct Cli {

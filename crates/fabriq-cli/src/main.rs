@@ -3,7 +3,9 @@
 //! `fabriq pull --bind tcp://127.0.0.1:5555` prints what arrives,
 //! `seq 3 | fabriq push --connect tcp://127.0.0.1:5555` sends lines, and so
 //! on for every socket type; `fabriq proxy` runs a zmq_proxy and
-//! `fabriq monitor` prints a socket's events. See `fabriq --help` and
+//! `fabriq monitor` prints a socket's events. Endpoints are tcp://, ipc://
+//! and libfabric's ofi+PROVIDER:// (`fabriq info` lists the providers).
+//! See `fabriq --help` and
 //! `crates/fabriq-cli/README-section.md`.
 
 #![forbid(unsafe_code)]
