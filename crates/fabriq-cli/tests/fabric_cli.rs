@@ -174,3 +174,54 @@ fn dealer_router_ofi_tcp() {
     assert_eq!(dealer.success().stdout, ["down 0", "down 1", "down 2"]);
     router.kill();
 }
+
+/// A publisher killed with SIGKILL (no FIN, no close: its fabric endpoint
+/// just vanishes) and started again on the same endpoint: the subscriber
+/// reconnects, subscribes again and receives from the new one.
+fn publisher_killed_and_restarted(scheme: &str) {
+    let first = start(
+        "fabriq pub",
+        &["pub", "--bind", &format!("{scheme}://127.0.0.1:*")],
+    );
+    let ep = first.bound("");
+    let sub = start(
+        "fabriq sub",
+        &["sub", "--connect", &ep, "--reconnect-ivl", "20"],
+    );
+    let mut first = first;
+    publish_until_received(|i| first.send_line(&format!("one {i}")), &sub);
+    first.kill();
+    let mut second = start("fabriq pub", &["pub", "--bind", &ep]);
+    assert_eq!(second.bound(""), ep);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut round = 0;
+    loop {
+        second.send_line(&format!("two {round}"));
+        round += 1;
+        // Lines of the first publisher still in flight may come first.
+        if let Some(line) = sub.line_within(std::time::Duration::from_millis(50)) {
+            if line.starts_with("two ") {
+                break;
+            }
+            assert!(line.starts_with("one "), "{line:?}\n{}", sub.log());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{scheme}: nothing from the restarted publisher\n{}",
+            sub.log()
+        );
+    }
+    second.close_stdin();
+    second.success();
+    sub.kill();
+}
+
+#[test]
+fn pub_killed_and_restarted_ofi_tcp() {
+    publisher_killed_and_restarted("ofi+tcp");
+}
+
+#[test]
+fn pub_killed_and_restarted_ofi_shm() {
+    publisher_killed_and_restarted("ofi+shm");
+}
