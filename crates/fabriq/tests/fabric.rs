@@ -758,3 +758,39 @@ fn a_frame_over_maxmsgsize_ends_only_its_connection() {
         );
     }
 }
+
+/// A spinning socket reads the completion queue its node shares with
+/// other sockets' connections: what it reaps for them is handed to the I/O
+/// thread, so they get their messages as if nobody spun.
+#[test]
+fn a_spinning_socket_hands_other_sockets_their_pages() {
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let spinner = socket(&ctx, zmq::PULL);
+        spinner.set_spin_us(1_000_000).unwrap();
+        spinner.set_rcvtimeo(3000).unwrap();
+        let sleeper = socket(&ctx, zmq::PULL);
+        let to_spinner = socket(&other, zmq::PUSH);
+        let to_sleeper = socket(&other, zmq::PUSH);
+        join(provider, &spinner, &to_spinner);
+        join(provider, &sleeper, &to_sleeper);
+        // The spinner spins (nothing comes for it) while the sleeper's
+        // messages arrive in the same completion queue.
+        let spinning = std::thread::spawn(move || {
+            let got = spinner.recv_bytes(0);
+            (spinner, got)
+        });
+        for i in 0..200usize {
+            to_sleeper.send(&body(i, i * 10)[..], 0).unwrap();
+        }
+        for i in 0..200usize {
+            let got = sleeper
+                .recv_bytes(0)
+                .unwrap_or_else(|e| panic!("{provider}: message {i}: {e}"));
+            assert_eq!(got, body(i, i * 10), "{provider}: message {i}");
+        }
+        to_spinner.send("done", 0).unwrap();
+        let (_, got) = spinning.join().unwrap();
+        assert_eq!(got.unwrap(), b"done", "{provider}");
+    }
+}
