@@ -326,11 +326,17 @@ pub struct SecurityOpts {
     #[arg(
         long,
         value_name = "SECRETKEY",
+        allow_hyphen_values = true,
         conflicts_with_all = ["curve_serverkey", "plain_server", "plain_username"]
     )]
     pub curve_server: Option<String>,
     /// With --curve-server: let in the client with this public key (repeatable; checked over ZAP)
-    #[arg(long, value_name = "PUBKEY", requires = "curve_server")]
+    #[arg(
+        long,
+        value_name = "PUBKEY",
+        allow_hyphen_values = true,
+        requires = "curve_server"
+    )]
     pub curve_allow: Vec<String>,
     /// With --curve-server: let in the clients whose public certificates (czmq zcert files,
     /// as pyzmq's zmq.auth.create_certificates writes them) are in DIR
@@ -340,24 +346,45 @@ pub struct SecurityOpts {
     #[arg(
         long,
         value_name = "PUBKEY",
+        allow_hyphen_values = true,
         requires = "curve_secretkey",
         conflicts_with_all = ["plain_server", "plain_username"]
     )]
     pub curve_serverkey: Option<String>,
     /// The CURVE client's secret key (its public key is derived from it)
-    #[arg(long, value_name = "SECRETKEY", requires = "curve_serverkey")]
+    #[arg(
+        long,
+        value_name = "SECRETKEY",
+        allow_hyphen_values = true,
+        requires = "curve_serverkey"
+    )]
     pub curve_secretkey: Option<String>,
     /// Be a PLAIN server; the --plain-user table decides who gets in (checked over ZAP)
     #[arg(long, requires = "plain_user", conflicts_with = "plain_username")]
     pub plain_server: bool,
     /// With --plain-server: accept this user name and password (repeatable)
-    #[arg(long, value_name = "USER:PASS", requires = "plain_server")]
+    #[arg(
+        long,
+        value_name = "USER:PASS",
+        allow_hyphen_values = true,
+        requires = "plain_server"
+    )]
     pub plain_user: Vec<String>,
     /// Be a PLAIN client with this user name (needs --plain-password)
-    #[arg(long, value_name = "USER", requires = "plain_password")]
+    #[arg(
+        long,
+        value_name = "USER",
+        allow_hyphen_values = true,
+        requires = "plain_password"
+    )]
     pub plain_username: Option<String>,
     /// The PLAIN client's password
-    #[arg(long, value_name = "PASS", requires = "plain_username")]
+    #[arg(
+        long,
+        value_name = "PASS",
+        allow_hyphen_values = true,
+        requires = "plain_username"
+    )]
     pub plain_password: Option<String>,
 }
 
@@ -723,6 +750,31 @@ mod tests {
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("soon").is_err());
         assert!(parse_seconds("inf").is_err());
+    }
+
+    #[test]
+    fn keys_and_passwords_may_start_with_a_hyphen() {
+        // '-' is one of Z85's 85 characters: one key in 85 starts with it.
+        let key = "-0b01].3$Y>WqhBWb9^6Vu!thlvbs0=BF-e+*XwB";
+        let args = |extra: &[&str]| {
+            let mut all = vec!["fabriq", "push", "--connect", "tcp://127.0.0.1:1"];
+            all.extend_from_slice(extra);
+            match Cli::try_parse_from(all).map(|c| c.command) {
+                Ok(Command::Push(a)) => a.socket.security,
+                other => panic!("{extra:?}: {other:?}"),
+            }
+        };
+        let client = args(&["--curve-serverkey", key, "--curve-secretkey", key]);
+        assert_eq!(client.curve_serverkey.as_deref(), Some(key));
+        assert_eq!(client.curve_secretkey.as_deref(), Some(key));
+        let server = args(&["--curve-server", key, "--curve-allow", key]);
+        assert_eq!(server.curve_server.as_deref(), Some(key));
+        assert_eq!(server.curve_allow, [key]);
+        let plain = args(&["--plain-username", "-u", "--plain-password", "-p"]);
+        assert_eq!(plain.plain_username.as_deref(), Some("-u"));
+        assert_eq!(plain.plain_password.as_deref(), Some("-p"));
+        let plain = args(&["--plain-server", "--plain-user", "-u:-p"]);
+        assert_eq!(plain.plain_user, ["-u:-p"]);
     }
 
     #[test]
