@@ -5,8 +5,7 @@
 //! on for every socket type; `fabriq proxy` runs a zmq_proxy and
 //! `fabriq monitor` prints a socket's events. Endpoints are tcp://, ipc://
 //! and libfabric's ofi+PROVIDER:// (`fabriq info` lists the providers).
-//! See `fabriq --help` and
-//! `crates/fabriq-cli/README-section.md`.
+//! See `fabriq --help` and the README's "The `fabriq` command" section.
 
 #![forbid(unsafe_code)]
 
