@@ -620,6 +620,8 @@ pub(crate) struct FabricEngine {
     /// unbuffered, or is REQ/REP, which have one message at a time to
     /// send and nothing to coalesce).
     eager: bool,
+    /// Whether the socket spins (its receives read the CQ themselves).
+    spins: bool,
     /// The bytes of the frames that did not fit the page being filled, in
     /// order: small encoded headers and the message bodies themselves
     /// (copied once, into pages).
@@ -766,6 +768,7 @@ impl FabricEngine {
             send_seq: 0,
             fabric,
             eager: opts.spin_us > 0 || !fabric.buffered || lock_step,
+            spins: opts.spin_us > 0,
             chunks: VecDeque::new(),
             chunk_bytes: 0,
             scratch: BytesMut::new(),
@@ -1467,7 +1470,11 @@ impl Engine for FabricEngine {
         if !self.is_active() || self.draining.is_some() || inbound.is_conflate() {
             return Pulled::default();
         }
-        let others = self.node.progress(self.id);
+        // Reading the CQ costs system calls on providers with wait
+        // descriptors (tcp;ofi_rxm polls its sockets): there the socket's
+        // thread does it only when it spins; the I/O thread is woken by
+        // the descriptors anyway. Without them (shm) it is a memory read.
+        let others = (self.spins || !self.node.cq_waitable) && self.node.progress(self.id);
         let mut hand_over = others;
         if let Some(why) = self
             .node
