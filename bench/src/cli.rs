@@ -13,6 +13,16 @@ Modes:
             >= 5 repetitions (>= 10 for messages <= 256 B); about 10-15 minutes
   --smoke   every scenario and implementation once with tiny counts (CI)
 
+Fabric (--fabric, or --transport ofi+shm / ofi+tcp; not in the default run):
+  ofi+shm and ofi+tcp: REQ/REP 64 B (one-way latency = half the round trip)
+  and PUSH/PULL 64 B, 64 KiB, 256 KiB, 1 MiB (quick: 64 B, 64 KiB, 1 MiB).
+  Each repetition runs B = fabriq over the fabric, R = fabriq over the same
+  host's own transport (ipc:// for ofi+shm, tcp:// for ofi+tcp), B' = the
+  fabric again (B'/B = noise band) and P = libfabric's fi_pingpong on the
+  same provider (the fabric's floor: a busy-polling ping-pong, one message
+  in flight; its MB/s counts both directions). No fi_pingpong on PATH (or
+  at --fi-pingpong): the P column says not installed.
+
 Each repetition runs libzmq (A), fabriq (B), omq.rs (C), libzmq again (A',
 the A/A calibration), omq again (C', omq's own A/A) and the raw floor, each
 side in its own process. Placement: unpinned by default (every process free
@@ -23,7 +33,9 @@ Examples:
   fabriq-bench --pattern pushpull --transport tcp --sizes 64,1024 --reps 10
   fabriq-bench --out /tmp/r.json && fabriq-bench report /tmp/r.json
   fabriq-bench --quick --pin split-core   # one core per side (the old default)
-  fabriq bench --quick          # the same, through the fabriq CLI";
+  fabriq bench --quick          # the same, through the fabriq CLI
+  fabriq bench --fabric         # the fabric scenarios (ofi+shm, ofi+tcp)
+  fabriq bench --fabric --quick --transport ofi+shm";
 
 /// `fabriq-bench`: fabriq vs libzmq vs omq.rs vs a raw byte-stream floor.
 #[derive(Debug, Parser)]
@@ -120,6 +132,15 @@ pub struct RunArgs {
     /// Only these transports (comma-separated or repeated).
     #[arg(long, value_delimiter = ',', value_name = "TRANSPORT")]
     pub transport: Vec<crate::scenario::Transport>,
+    /// Add the fabric scenarios (ofi+shm, ofi+tcp against fabriq's ipc /
+    /// tcp and fi_pingpong); alone, only those run. The same as adding
+    /// `--transport ofi+shm,ofi+tcp`.
+    #[arg(long)]
+    pub fabric: bool,
+    /// The fi_pingpong to run as the fabric floor (default: `fi_pingpong`
+    /// on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub fi_pingpong: Option<PathBuf>,
     /// Message sizes in bytes, replacing the mode's list (e.g. 64,1024).
     #[arg(long, value_delimiter = ',', value_name = "BYTES")]
     pub sizes: Vec<usize>,
@@ -132,10 +153,11 @@ pub struct RunArgs {
     /// Target duration of one trial in seconds (sets the message counts).
     #[arg(long, value_name = "SECONDS")]
     pub trial_secs: Option<f64>,
-    /// Skip the raw floor.
+    /// Skip the raw floor (and fi_pingpong in fabric scenarios).
     #[arg(long)]
     pub no_floor: bool,
-    /// Skip the A' (libzmq vs libzmq) and C' (omq vs omq) calibration trials.
+    /// Skip the A' (libzmq vs libzmq) and C' (omq vs omq) calibration
+    /// trials, and B' (the fabric again) in fabric scenarios.
     #[arg(long)]
     pub no_calibration: bool,
     /// Skip omq.rs (C and C').
@@ -192,4 +214,7 @@ pub struct ReportArgs {
     /// The hand-written "What each optimisation bought" section, included verbatim.
     #[arg(long, default_value = "bench/notes/optimisations.md")]
     pub notes: PathBuf,
+    /// The hand-written part of the "Fabric" section, included verbatim.
+    #[arg(long, default_value = "bench/notes/fabric.md")]
+    pub fabric_notes: PathBuf,
 }

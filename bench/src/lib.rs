@@ -11,12 +11,14 @@
 //! Modules, by what they hold:
 //! * [`cli`]: the command line;
 //! * [`scenario`]: what is measured (patterns, transports, sizes, counts);
-//! * [`runner`]: the orchestrator: spawns workers, interleaves A B C A' C' floor;
+//! * [`runner`]: the orchestrator: spawns workers, interleaves A B C A' C' floor
+//!   (fabric scenarios: B R B' fi_pingpong);
 //! * [`placement`]: which CPUs each worker process may use (`--pin`);
 //! * [`worker`]: the worker processes' entry point and protocol;
 //! * [`zmqlike`]: libzmq, fabriq and omq sides (one source, one timing loop);
 //! * [`omqzmq`]: omq.rs's blocking API in the `zmq` crate's shape;
 //! * [`raw`]: the raw TCP / Unix-stream floor;
+//! * [`pingpong`]: the fabric's floor, libfabric's `fi_pingpong`;
 //! * [`sys`]: CPU affinity, rusage, perf;
 //! * [`stats`]: medians, per-pair ratios, the A/A band;
 //! * [`results`]: the JSON results file;
@@ -30,6 +32,7 @@
 pub mod cli;
 pub mod machine;
 pub mod omqzmq;
+pub mod pingpong;
 pub mod placement;
 pub mod plot;
 pub mod raw;

@@ -82,6 +82,9 @@ fn listen(transport: Transport) -> Result<(Listener, String), String> {
             Ok((Listener::Unix(l, path), ep))
         }
         Transport::Inproc => Err("the raw floor has no inproc variant".into()),
+        Transport::OfiTcp | Transport::OfiShm => {
+            Err("the fabric's floor is fi_pingpong, not the raw stream".into())
+        }
     }
 }
 

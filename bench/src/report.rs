@@ -24,7 +24,9 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     let files = crate::plot::write_all(&results, &plots)?;
     let rel = relative(&plots, &out_dir);
     let notes = std::fs::read_to_string(&args.notes).ok();
-    let text = render(&results, &files, &rel, notes.as_deref(), &args.results);
+    let fabric_notes = std::fs::read_to_string(&args.fabric_notes).ok();
+    let mut text = render(&results, &files, &rel, notes.as_deref(), &args.results);
+    text.push_str(&render_fabric(&results, fabric_notes.as_deref()));
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("create {}: {e}", out_dir.display()))?;
     std::fs::write(&args.out, text).map_err(|e| format!("write {}: {e}", args.out.display()))?;
     println!(
@@ -382,7 +384,11 @@ pub fn render(
         "| scenario | metric | A libzmq | B fabriq | C omq | raw floor | B/A | A'/A | B/C | C'/C | B/floor | errors |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    for sr in &results.scenarios {
+    for sr in results
+        .scenarios
+        .iter()
+        .filter(|s| !s.scenario.transport.is_fabric())
+    {
         let errs = errors(sr);
         for (i, metric) in metrics_for(sr).into_iter().enumerate() {
             let key = if i == 0 {
@@ -458,6 +464,93 @@ pub fn render(
         }
         None => {
             let _ = writeln!(o, "_No notes yet (bench/notes/optimisations.md)._");
+        }
+    }
+    o
+}
+
+/// The "Fabric" section: the hand-written notes (`bench/notes/fabric.md`:
+/// the measured table with its commit, date and command), then the fabric
+/// scenarios of these results, if any, in the fabric layout.
+pub fn render_fabric(results: &Results, notes: Option<&str>) -> String {
+    let fabric: Vec<&ScenarioResult> = results
+        .scenarios
+        .iter()
+        .filter(|s| s.scenario.transport.is_fabric())
+        .collect();
+    if fabric.is_empty() && notes.is_none() {
+        return String::new();
+    }
+    let mut o = String::new();
+    let _ = writeln!(o, "\n## Fabric\n");
+    let _ = writeln!(
+        o,
+        "<!-- Hand-written part: kept verbatim from bench/notes/fabric.md. -->\n"
+    );
+    if let Some(n) = notes {
+        let _ = writeln!(o, "{}\n", n.trim_end());
+    }
+    if fabric.is_empty() {
+        return o;
+    }
+    let _ = writeln!(o, "### Fabric scenarios of these results\n");
+    let _ = writeln!(
+        o,
+        "fi_pingpong: {}. {}\n",
+        if results.config.fi_pingpong.is_empty() {
+            "unrecorded"
+        } else {
+            &results.config.fi_pingpong
+        },
+        crate::table::aa_band(results)
+            .last()
+            .cloned()
+            .unwrap_or_default()
+    );
+    let no_p = crate::table::no_pingpong(results);
+    let mut last = None;
+    for sr in fabric {
+        let t = sr.scenario.transport;
+        if last != Some(t) {
+            last = Some(t);
+            let c = crate::table::fabric_columns(t);
+            let _ = writeln!(
+                o,
+                "\n| scenario | metric | {} | {} | {} | {} | {} | {} | errors |\n\
+                 |---|---|---|---|---|---|---|---|---|",
+                c[0], c[1], c[2], c[3], c[4], c[5]
+            );
+        }
+        let errs = errors(sr);
+        for (i, metric) in crate::table::fabric_metrics(sr).into_iter().enumerate() {
+            let s = summarize(sr, metric);
+            let key = if i == 0 {
+                format!(
+                    "{} ({} msgs x {} reps)",
+                    sr.key, sr.scenario.count, sr.scenario.reps
+                )
+            } else {
+                String::new()
+            };
+            let p = match (s.p, no_p) {
+                (None, Some(why)) => why.to_string(),
+                (p, _) => fig(p),
+            };
+            let _ = writeln!(
+                o,
+                "| {key} | {} | {} | {} | {p} | {} | {} | {} | {} |",
+                metric.label(),
+                fig(s.b),
+                fig(s.r),
+                ratio(s.b_over_r),
+                ratio(s.b2_over_b),
+                ratio(s.b_over_p),
+                if i == 0 && errs > 0 {
+                    errs.to_string()
+                } else {
+                    String::new()
+                }
+            );
         }
     }
     o

@@ -56,6 +56,11 @@ pub struct RunConfig {
     pub omq: bool,
     /// Whether the raw floor ran.
     pub floor: bool,
+    /// The fabric floor: the fi_pingpong used (and libfabric's version), or
+    /// why there is none ("not installed: ..."); empty in runs without
+    /// fabric scenarios.
+    #[serde(default)]
+    pub fi_pingpong: String,
     /// Seconds after which a trial's workers were killed.
     pub deadline_s: f64,
     /// Wall time of the whole run, seconds.
@@ -92,6 +97,9 @@ pub struct Trial {
     pub workers: Vec<WorkerReport>,
     /// Wall time of the trial including process start, seconds.
     pub wall_s: f64,
+    /// What an external tool (fi_pingpong) was run with and printed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
 }
 
 /// The figures of one trial.
@@ -108,6 +116,10 @@ pub struct Metrics {
     pub per_receiver_msg_per_s: Vec<f64>,
     /// Round-trip times (REQ/REP).
     pub latency: Option<Latency>,
+    /// Mean one-way time in microseconds, where the trial measured it
+    /// directly (fi_pingpong's `usec/xfer`); else half the mean round trip.
+    #[serde(default)]
+    pub one_way_us: Option<f64>,
     /// User + system CPU seconds of all workers over their timed sections.
     pub cpu_s: f64,
     /// CPU microseconds per message (= CPU seconds per million messages).

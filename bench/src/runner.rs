@@ -28,6 +28,38 @@ struct RunContext {
     deadline: Duration,
     stall_ms: u64,
     scratch: PathBuf,
+    /// The fabric floor's program, or why there is none.
+    fi_pingpong: Result<PathBuf, String>,
+    /// The target length of a trial (sizes fi_pingpong's runs).
+    trial_secs: f64,
+    smoke: bool,
+    /// fi_pingpong's one-way time by scenario key, from the repetition
+    /// before (sizes the next one's iterations).
+    pingpong_us: std::cell::RefCell<std::collections::HashMap<String, f64>>,
+}
+
+impl RunContext {
+    /// The slots of `sc` this run runs: the scenario's, less fi_pingpong
+    /// where it is not installed.
+    fn slots(&self, sc: &Scenario, args: &RunArgs) -> Vec<Slot> {
+        sc.slots(!args.no_floor, !args.no_calibration, !args.no_omq)
+            .into_iter()
+            .filter(|s| *s != Slot::Pingpong || self.fi_pingpong.is_ok())
+            .collect()
+    }
+}
+
+/// Which table a scenario's rows belong to: the ZeroMQ one, or the
+/// fabric one of its transport.
+fn table_of(sc: &Scenario) -> Option<Transport> {
+    sc.transport.is_fabric().then_some(sc.transport)
+}
+
+fn table_header(table: Option<Transport>) -> String {
+    match table {
+        None => crate::table::header(),
+        Some(t) => format!("\n{}", crate::table::fabric_header(t)),
+    }
 }
 
 /// Runs the benchmark the arguments describe.
@@ -52,6 +84,17 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         Mode::Quick | Mode::Smoke => 60.0,
     });
     let scratch = std::env::temp_dir().join(format!("fabriq-bench-{}", std::process::id()));
+    let fabric = scenarios.iter().any(|s| s.transport.is_fabric());
+    let fi_pingpong = crate::pingpong::locate(args.fi_pingpong.as_deref());
+    let fi_pingpong_text = match (&fi_pingpong, fabric) {
+        (_, false) => String::new(),
+        (Ok(p), true) => format!(
+            "{} (libfabric {})",
+            p.display(),
+            crate::pingpong::libfabric_version(p).unwrap_or_else(|| "version unknown".into())
+        ),
+        (Err(e), true) => e.clone(),
+    };
     let ctx = RunContext {
         exe: std::env::current_exe().map_err(|e| format!("own executable: {e}"))?,
         self_args: self_args.iter().map(|s| s.to_string()).collect(),
@@ -60,6 +103,14 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         deadline: Duration::from_secs_f64(deadline),
         stall_ms: 5000,
         scratch,
+        fi_pingpong,
+        trial_secs: args.trial_secs.unwrap_or(match mode {
+            Mode::Full => 0.4,
+            Mode::Quick => 0.35,
+            Mode::Smoke => 0.0,
+        }),
+        smoke: mode == Mode::Smoke && args.trial_secs.is_none(),
+        pingpong_us: Default::default(),
     };
     if ctx.perf {
         std::fs::create_dir_all(&ctx.scratch).map_err(|e| format!("scratch dir: {e}"))?;
@@ -83,6 +134,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
             calibration: !args.no_calibration,
             omq,
             floor: !args.no_floor,
+            fi_pingpong: fi_pingpong_text.clone(),
             deadline_s: deadline,
             wall_s: 0.0,
         },
@@ -97,19 +149,36 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         "placement: {pinning}; instructions/msg: {}",
         results.config.perf
     );
-    println!(
-        "each repetition: A = libzmq, B = fabriq, C = omq.rs, A' = libzmq again (A'/A = noise band), \
-         C' = omq again (C'/C = omq's noise band), floor = raw stream; \
-         figures are medians (min-max) over repetitions, ratios are medians of per-repetition ratios"
-    );
+    if scenarios.iter().any(|s| !s.transport.is_fabric()) {
+        println!(
+            "each repetition: A = libzmq, B = fabriq, C = omq.rs, A' = libzmq again (A'/A = noise band), \
+             C' = omq again (C'/C = omq's noise band), floor = raw stream; \
+             figures are medians (min-max) over repetitions, ratios are medians of per-repetition ratios"
+        );
+    }
+    if fabric {
+        println!(
+            "fabric scenarios, each repetition: B = fabriq over ofi+PROVIDER ({}), R = fabriq over \
+             the host's own transport (ipc for shm, tcp for tcp), B' = the fabric again (B'/B = noise band), \
+             P = fi_pingpong on the provider (busy-polling ping-pong, one message in flight; \
+             msg/s = one-way transfers/s, MB/s both directions; CPU and RSS of its whole processes); \
+             latency is one-way (half the round trip); figures are medians (min-max) over repetitions, \
+             ratios are medians of per-repetition ratios",
+            crate::scenario::FABRIC_VARIANTS
+                .iter()
+                .map(|v| v.describe())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        println!("fabric floor: {fi_pingpong_text}");
+    }
     if m.build_profile == "debug" {
         println!("warning: debug build: figures mean nothing (use --release)");
     }
-    println!("{}", crate::table::header());
 
     let total: u64 = scenarios
         .iter()
-        .map(|s| (s.reps * s.slots(!args.no_floor, !args.no_calibration, omq).len()) as u64)
+        .map(|s| (s.reps * ctx.slots(s, args).len()) as u64)
         .sum();
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -120,12 +189,17 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         .progress_chars("=> "),
     );
     let mut failures = 0usize;
+    let mut table: Option<Option<Transport>> = None;
     for sc in &scenarios {
         let key = sc.key();
+        if table != Some(table_of(sc)) {
+            table = Some(table_of(sc));
+            bar.suspend(|| println!("{}", table_header(table_of(sc))));
+        }
         bar.set_message(key.clone());
         let mut trials = Vec::new();
         for rep in 0..sc.reps {
-            for slot in sc.slots(!args.no_floor, !args.no_calibration, omq) {
+            for slot in ctx.slots(sc, args) {
                 let trial = run_trial(&ctx, sc, slot, rep);
                 if !trial.ok {
                     failures += 1;
@@ -141,8 +215,13 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
             scenario: sc.clone(),
             trials,
         };
+        let lines = if sc.transport.is_fabric() {
+            crate::table::fabric_rows(&result, crate::table::no_pingpong(&results))
+        } else {
+            crate::table::rows(&result)
+        };
         bar.suspend(|| {
-            for line in crate::table::rows(&result) {
+            for line in lines {
                 println!("{line}");
             }
         });
@@ -384,6 +463,37 @@ static PERF_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 fn run_trial(ctx: &RunContext, sc: &Scenario, slot: Slot, rep: usize) -> Trial {
     let start = Instant::now();
     let implementation = slot.implementation();
+    let failed = |error: String, wall_s: f64| Trial {
+        rep,
+        slot,
+        implementation,
+        ok: false,
+        error: Some(error),
+        metrics: None,
+        workers: Vec::new(),
+        wall_s,
+        log: Vec::new(),
+    };
+    if slot == Slot::Pingpong {
+        let result = run_pingpong(ctx, sc);
+        let wall_s = start.elapsed().as_secs_f64();
+        return match result {
+            Ok(o) => Trial {
+                rep,
+                slot,
+                implementation,
+                ok: true,
+                error: None,
+                metrics: Some(o.metrics(sc)),
+                workers: Vec::new(),
+                wall_s,
+                log: o.log,
+            },
+            Err(e) => failed(e, wall_s),
+        };
+    }
+    // R runs the fabric scenario over the reference transport.
+    let sc = &sc.for_slot(slot);
     let result = run_workers(ctx, sc, slot);
     let wall_s = start.elapsed().as_secs_f64();
     match result {
@@ -398,19 +508,41 @@ fn run_trial(ctx: &RunContext, sc: &Scenario, slot: Slot, rep: usize) -> Trial {
                 metrics: Some(metrics),
                 workers,
                 wall_s,
+                log: Vec::new(),
             }
         }
-        Err(error) => Trial {
-            rep,
-            slot,
-            implementation,
-            ok: false,
-            error: Some(error),
-            metrics: None,
-            workers: Vec::new(),
-            wall_s,
-        },
+        Err(error) => failed(error, wall_s),
     }
+}
+
+/// One fi_pingpong trial on the scenario's provider and size.
+fn run_pingpong(ctx: &RunContext, sc: &Scenario) -> Result<crate::pingpong::Outcome, String> {
+    let exe = ctx.fi_pingpong.as_ref().map_err(|e| e.clone())?;
+    let provider = sc
+        .transport
+        .provider()
+        .ok_or_else(|| format!("{} has no libfabric provider", sc.transport.name()))?;
+    let key = sc.key();
+    let measured = ctx.pingpong_us.borrow().get(&key).copied();
+    let iters = crate::pingpong::iterations(provider, sc.size, ctx.trial_secs, ctx.smoke, measured);
+    let mut sets = ctx
+        .placement
+        .assign(&[(Side::Receiving, 1), (Side::Sending, 1)]);
+    let client = sets.pop().unwrap_or_default();
+    let server = sets.pop().unwrap_or_default();
+    let outcome = crate::pingpong::run(
+        exe,
+        provider,
+        sc.size,
+        iters,
+        Instant::now() + ctx.deadline,
+        &server,
+        &client,
+    )?;
+    ctx.pingpong_us
+        .borrow_mut()
+        .insert(key, outcome.row.usec_per_xfer);
+    Ok(outcome)
 }
 
 fn spec(
@@ -522,6 +654,7 @@ fn metrics(sc: &Scenario, workers: &[WorkerReport]) -> Metrics {
         msg_per_s,
         mb_per_s: msg_per_s * sc.size as f64 / 1e6,
         per_receiver_msg_per_s: rates,
+        one_way_us: None,
         latency,
         cpu_s,
         cpu_us_per_msg: cpu_s / sc.count as f64 * 1e6,

@@ -50,6 +50,15 @@ pub enum Transport {
     Ipc,
     /// Two threads of one process.
     Inproc,
+    /// fabriq over libfabric's tcp provider (`tcp;ofi_rxm`): a TCP control
+    /// connection, messages in registered pages over an RDM endpoint.
+    #[serde(rename = "ofi+tcp")]
+    #[value(name = "ofi+tcp", alias = "ofi-tcp")]
+    OfiTcp,
+    /// fabriq over libfabric's shm provider (shared memory).
+    #[serde(rename = "ofi+shm")]
+    #[value(name = "ofi+shm", alias = "ofi-shm")]
+    OfiShm,
 }
 
 /// An implementation.
@@ -65,6 +74,10 @@ pub enum Impl {
     Omq,
     /// A plain byte stream: the best a byte mover can do.
     Raw,
+    /// libfabric's own `fi_pingpong` on the same provider: the fabric's
+    /// floor (see [`crate::pingpong`]).
+    #[serde(rename = "fi_pingpong")]
+    FiPingpong,
 }
 
 impl Impl {
@@ -75,6 +88,7 @@ impl Impl {
             Impl::Fabriq => "fabriq",
             Impl::Omq => "omq",
             Impl::Raw => "raw",
+            Impl::FiPingpong => "fi_pingpong",
         }
     }
 
@@ -83,7 +97,7 @@ impl Impl {
     /// library's I/O thread (libzmq, fabriq and omq each run one by default).
     pub fn threads(self, transport: Transport, receivers: usize) -> usize {
         let io = match self {
-            Impl::Raw => 0,
+            Impl::Raw | Impl::FiPingpong => 0,
             Impl::Libzmq | Impl::Fabriq | Impl::Omq => 1,
         };
         match transport {
@@ -93,7 +107,8 @@ impl Impl {
     }
 }
 
-/// A trial's place in a repetition: A B C A' C' floor.
+/// A trial's place in a repetition: A B C A' C' floor for the ZeroMQ
+/// transports, B R B' P for the fabric ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Slot {
     /// libzmq, the reference.
@@ -108,6 +123,14 @@ pub enum Slot {
     C2,
     /// The raw floor.
     Floor,
+    /// Fabric scenarios: fabriq over the same host's ordinary transport
+    /// (`ipc://` for ofi+shm, `tcp://` for ofi+tcp), the reference that
+    /// has no fabric in it.
+    R,
+    /// Fabric scenarios: fabriq over the fabric again, the B'/B noise band.
+    B2,
+    /// Fabric scenarios: `fi_pingpong` on the same provider, the floor.
+    Pingpong,
 }
 
 impl Slot {
@@ -115,9 +138,10 @@ impl Slot {
     pub fn implementation(self) -> Impl {
         match self {
             Slot::A | Slot::A2 => Impl::Libzmq,
-            Slot::B => Impl::Fabriq,
+            Slot::B | Slot::B2 | Slot::R => Impl::Fabriq,
             Slot::C | Slot::C2 => Impl::Omq,
             Slot::Floor => Impl::Raw,
+            Slot::Pingpong => Impl::FiPingpong,
         }
     }
 }
@@ -134,15 +158,92 @@ impl Pattern {
 }
 
 impl Transport {
-    /// Short name.
+    /// Short name (also the endpoint scheme).
     pub fn name(self) -> &'static str {
         match self {
             Transport::Tcp => "tcp",
             Transport::Ipc => "ipc",
             Transport::Inproc => "inproc",
+            Transport::OfiTcp => "ofi+tcp",
+            Transport::OfiShm => "ofi+shm",
+        }
+    }
+
+    /// The ZeroMQ transports (libzmq, fabriq, omq and the raw floor).
+    pub const ZMQ: [Transport; 3] = [Transport::Tcp, Transport::Ipc, Transport::Inproc];
+
+    /// The fabric transports (fabriq only; `--fabric`), shm first.
+    pub const FABRIC: [Transport; 2] = [Transport::OfiShm, Transport::OfiTcp];
+
+    /// Whether this is an `ofi+` transport (a fabric scenario).
+    pub fn is_fabric(self) -> bool {
+        matches!(self, Transport::OfiTcp | Transport::OfiShm)
+    }
+
+    /// The libfabric provider of a fabric transport, as `fi_pingpong -p`
+    /// and `ofi+PROVIDER://` name it.
+    pub fn provider(self) -> Option<&'static str> {
+        match self {
+            Transport::OfiTcp => Some("tcp"),
+            Transport::OfiShm => Some("shm"),
+            _ => None,
+        }
+    }
+
+    /// The ordinary transport a fabric transport is compared with (the R
+    /// slot): what the same two processes would use without a fabric.
+    pub fn reference(self) -> Option<Transport> {
+        match self {
+            Transport::OfiTcp => Some(Transport::Tcp),
+            Transport::OfiShm => Some(Transport::Ipc),
+            _ => None,
         }
     }
 }
+
+/// How fabriq's fabric engine is configured in a fabric scenario.
+///
+/// This is the place for the engine's modes as they land: each variant
+/// becomes its own scenario (`pushpull/ofi+shm/65536` for the default,
+/// e.g. `pushpull/ofi+shm+unbuffered/65536` later), listed in
+/// [`FABRIC_VARIANTS`], and [`crate::zmqlike::fabric_tune`] sets the
+/// socket options of that variant on the fabriq sockets of the fabric
+/// trials (B and B'; never on R, which has no fabric).
+///
+/// Planned (not on this branch: the options do not exist yet):
+/// `Unbuffered` (`set_fabric_buffered(false)`), `Spin { us }`
+/// (`set_fabric_spin_us`), `Flush { us }` (`set_fabric_flush_us`), and
+/// page geometry (`set_fabric_page_size`, `set_fabric_page_count`).
+/// `fi_pingpong` busy-polls, so a spinning variant is the fair comparison
+/// with the P column; the default (blocking) one is compared with the
+/// blocking R column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FabricVariant {
+    /// The engine's defaults (buffered pages, no spinning).
+    #[default]
+    Default,
+}
+
+impl FabricVariant {
+    /// The suffix of the transport in a scenario key (`""` for the default).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            FabricVariant::Default => "",
+        }
+    }
+
+    /// In words, for the table's legend.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FabricVariant::Default => "engine defaults (buffered pages, no spinning)",
+        }
+    }
+}
+
+/// The fabric variants every fabric scenario is run in, in order. Add the
+/// engine's modes here as they land (see [`FabricVariant`]).
+pub const FABRIC_VARIANTS: &[FabricVariant] = &[FabricVariant::Default];
 
 /// One scenario: a pattern on a transport with one message size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +262,9 @@ pub struct Scenario {
     pub warm: u64,
     /// Repetitions.
     pub reps: usize,
+    /// How fabriq's fabric engine is set up (fabric scenarios only).
+    #[serde(default)]
+    pub variant: FabricVariant,
 }
 
 impl Scenario {
@@ -170,7 +274,25 @@ impl Scenario {
             Pattern::Pubsub => format!("pubsub{}", self.subs),
             p => p.name().to_string(),
         };
-        format!("{p}/{}/{}", self.transport.name(), self.size)
+        format!(
+            "{p}/{}{}/{}",
+            self.transport.name(),
+            self.variant.suffix(),
+            self.size
+        )
+    }
+
+    /// The scenario a trial in `slot` runs: the R slot of a fabric scenario
+    /// runs the same pattern, size and counts over the reference transport.
+    pub fn for_slot(&self, slot: Slot) -> Scenario {
+        let mut sc = self.clone();
+        if slot == Slot::R {
+            if let Some(t) = self.transport.reference() {
+                sc.transport = t;
+                sc.variant = FabricVariant::Default;
+            }
+        }
+        sc
     }
 
     /// Whether this is a throughput scenario (else latency).
@@ -181,7 +303,22 @@ impl Scenario {
     /// The slots run in each repetition, in order: A B C A' C' floor
     /// (omq's C and C' where `omq` is asked for; omq has every pattern and
     /// transport of this bench).
+    ///
+    /// Fabric scenarios: B (fabriq over the fabric), R (fabriq over the
+    /// reference transport), B' (fabriq over the fabric again: the noise
+    /// band, with `calibration`) and `fi_pingpong` (with `floor`; the runner
+    /// leaves it out when fi_pingpong is not installed).
     pub fn slots(&self, floor: bool, calibration: bool, omq: bool) -> Vec<Slot> {
+        if self.transport.is_fabric() {
+            let mut slots = vec![Slot::B, Slot::R];
+            if calibration {
+                slots.push(Slot::B2);
+            }
+            if floor {
+                slots.push(Slot::Pingpong);
+            }
+            return slots;
+        }
         let mut slots = vec![Slot::A, Slot::B];
         if omq {
             slots.push(Slot::C);
@@ -213,6 +350,9 @@ impl Scenario {
 /// Rough libzmq rates on a small VM (messages or round trips per second),
 /// used only to size counts so a trial lasts about the target time.
 fn estimated_rate(pattern: Pattern, transport: Transport, size: usize) -> f64 {
+    if transport.is_fabric() {
+        return fabric_estimated_rate(pattern, transport, size);
+    }
     let base = match pattern {
         Pattern::Reqrep => {
             return match size {
@@ -235,13 +375,36 @@ fn estimated_rate(pattern: Pattern, transport: Transport, size: usize) -> f64 {
     }
 }
 
+/// Rough fabriq rates over the fabric on this VM, for counts only. shm is
+/// polled every 1 ms by the engine (no wait descriptors in libfabric 1.17),
+/// so a round trip costs about 2 ms there.
+fn fabric_estimated_rate(pattern: Pattern, transport: Transport, size: usize) -> f64 {
+    match (pattern, transport) {
+        (Pattern::Reqrep, Transport::OfiShm) => 800.0,
+        (Pattern::Reqrep, _) => 5_000.0,
+        _ => match size {
+            0..=256 => 1_000_000.0,
+            257..=4096 => 200_000.0,
+            _ => 1.0e9 / size as f64,
+        },
+    }
+}
+
 /// Default sizes per pattern and mode.
 fn default_sizes(mode: Mode, pattern: Pattern, transport: Transport) -> Vec<usize> {
+    if transport.is_fabric() {
+        return match (mode, pattern) {
+            (_, Pattern::Pubsub) => vec![],
+            (_, Pattern::Reqrep) => vec![64],
+            (Mode::Quick, Pattern::Pushpull) => vec![64, 65536, 1 << 20],
+            (_, Pattern::Pushpull) => vec![64, 65536, 256 * 1024, 1 << 20],
+        };
+    }
     match (mode, pattern) {
         (Mode::Quick, Pattern::Pushpull) => match transport {
             Transport::Tcp => vec![64, 1024, 65536],
             Transport::Inproc => vec![64],
-            Transport::Ipc => vec![],
+            Transport::Ipc | Transport::OfiTcp | Transport::OfiShm => vec![],
         },
         (Mode::Quick, Pattern::Reqrep) => match transport {
             Transport::Tcp => vec![1],
@@ -266,7 +429,22 @@ pub fn required_reps(size: usize) -> usize {
     }
 }
 
-/// The scenarios a run measures, in order.
+/// The transports a run covers: `--transport`'s list, plus the fabric
+/// ones with `--fabric`; with neither, the ZeroMQ transports.
+pub fn selected_transports(args: &RunArgs) -> Vec<Transport> {
+    let mut out: Vec<Transport> = args.transport.clone();
+    if args.fabric {
+        out.extend(Transport::FABRIC);
+    }
+    if out.is_empty() {
+        out.extend(Transport::ZMQ);
+    }
+    out
+}
+
+/// The scenarios a run measures, in order: the ZeroMQ transports' (pattern
+/// by pattern, as before), then the fabric transports' (transport by
+/// transport, so each fabric table is one block).
 pub fn plan(args: &RunArgs) -> Vec<Scenario> {
     let mode = args.mode();
     let trial_secs = args.trial_secs.unwrap_or(match mode {
@@ -274,61 +452,76 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
         Mode::Quick => 0.35,
         Mode::Smoke => 0.0,
     });
+    let selected = selected_transports(args);
     let patterns = [Pattern::Pushpull, Pattern::Pubsub, Pattern::Reqrep];
-    let transports = [Transport::Tcp, Transport::Ipc, Transport::Inproc];
-    let mut out = Vec::new();
-    for pattern in patterns {
-        if !args.pattern.is_empty() && !args.pattern.contains(&pattern) {
+    let wanted = |p: &Pattern| args.pattern.is_empty() || args.pattern.contains(p);
+    let mut cells: Vec<(Pattern, Transport, FabricVariant)> = Vec::new();
+    for pattern in patterns.into_iter().filter(wanted) {
+        for transport in Transport::ZMQ {
+            if selected.contains(&transport) {
+                cells.push((pattern, transport, FabricVariant::Default));
+            }
+        }
+    }
+    for transport in Transport::FABRIC {
+        if !selected.contains(&transport) {
             continue;
         }
-        for transport in transports {
-            if !args.transport.is_empty() && !args.transport.contains(&transport) {
-                continue;
+        for &variant in FABRIC_VARIANTS {
+            for pattern in patterns.into_iter().filter(wanted) {
+                cells.push((pattern, transport, variant));
             }
-            let sizes = if args.sizes.is_empty() {
-                default_sizes(mode, pattern, transport)
-            } else {
-                args.sizes.clone()
-            };
-            let subs_list = match pattern {
-                Pattern::Pubsub if !args.subs.is_empty() => args.subs.clone(),
-                Pattern::Pubsub => vec![1, 4],
-                _ => vec![1],
-            };
-            for &subs in &subs_list {
-                for &size in &sizes {
-                    let size = size.max(1);
-                    let (count, warm) = if mode == Mode::Smoke && args.trial_secs.is_none() {
-                        match pattern {
-                            Pattern::Reqrep => (40, 5),
-                            _ => (if size > 65536 { 20 } else { 300 }, 10),
-                        }
-                    } else {
-                        // Subscribers share one CPU: each gets a share of it.
-                        let rate = estimated_rate(pattern, transport, size) / subs.max(1) as f64;
-                        let count = (rate * trial_secs).round() as u64;
-                        let count = count.clamp(20, 20_000_000);
-                        let warm = match pattern {
-                            Pattern::Reqrep => (count / 10).clamp(10, 1000),
-                            _ => (count / 20).clamp(10, 10_000),
-                        };
-                        (count, warm)
+        }
+    }
+    let mut out = Vec::new();
+    for (pattern, transport, variant) in cells {
+        let sizes = if args.sizes.is_empty() {
+            default_sizes(mode, pattern, transport)
+        } else if transport.is_fabric() && pattern == Pattern::Pubsub {
+            // No PUB/SUB over the fabric in this bench (yet).
+            Vec::new()
+        } else {
+            args.sizes.clone()
+        };
+        let subs_list = match pattern {
+            Pattern::Pubsub if !args.subs.is_empty() => args.subs.clone(),
+            Pattern::Pubsub => vec![1, 4],
+            _ => vec![1],
+        };
+        for &subs in &subs_list {
+            for &size in &sizes {
+                let size = size.max(1);
+                let (count, warm) = if mode == Mode::Smoke && args.trial_secs.is_none() {
+                    match pattern {
+                        Pattern::Reqrep => (40, 5),
+                        _ => (if size > 65536 { 20 } else { 300 }, 10),
+                    }
+                } else {
+                    // Subscribers share one CPU: each gets a share of it.
+                    let rate = estimated_rate(pattern, transport, size) / subs.max(1) as f64;
+                    let count = (rate * trial_secs).round() as u64;
+                    let count = count.clamp(20, 20_000_000);
+                    let warm = match pattern {
+                        Pattern::Reqrep => (count / 10).clamp(10, 1000),
+                        _ => (count / 20).clamp(10, 10_000),
                     };
-                    let reps = args.reps.unwrap_or(match mode {
-                        Mode::Smoke => 1,
-                        Mode::Quick => 5,
-                        Mode::Full => required_reps(size),
-                    });
-                    out.push(Scenario {
-                        pattern,
-                        transport,
-                        size,
-                        subs: subs.max(1),
-                        count,
-                        warm,
-                        reps: reps.max(1),
-                    });
-                }
+                    (count, warm)
+                };
+                let reps = args.reps.unwrap_or(match mode {
+                    Mode::Smoke => 1,
+                    Mode::Quick => 5,
+                    Mode::Full => required_reps(size),
+                });
+                out.push(Scenario {
+                    pattern,
+                    transport,
+                    size,
+                    subs: subs.max(1),
+                    count,
+                    warm,
+                    reps: reps.max(1),
+                    variant,
+                });
             }
         }
     }

@@ -58,6 +58,13 @@ pub enum Metric {
     PeakRss,
     /// Instructions per message (lower is better).
     InstrPerMsg,
+    /// Mean one-way time, µs: fi_pingpong's `usec/xfer`, or half the mean
+    /// round trip (lower is better).
+    OneWayMean,
+    /// Half the round trip's median, µs.
+    OneWayP50,
+    /// Half the round trip's 99th percentile, µs.
+    OneWayP99,
 }
 
 impl Metric {
@@ -72,6 +79,9 @@ impl Metric {
             Metric::CpuPerMsg => "CPU us/msg",
             Metric::PeakRss => "RSS MiB",
             Metric::InstrPerMsg => "instr/msg",
+            Metric::OneWayMean => "1-way mean us",
+            Metric::OneWayP50 => "1-way p50 us",
+            Metric::OneWayP99 => "1-way p99 us",
         }
     }
 
@@ -87,6 +97,11 @@ impl Metric {
             Metric::CpuPerMsg => Some(m.cpu_us_per_msg),
             Metric::PeakRss => Some(m.peak_rss_kb as f64 / 1024.0),
             Metric::InstrPerMsg => m.instructions_per_msg,
+            Metric::OneWayMean => m
+                .one_way_us
+                .or_else(|| m.latency.as_ref().map(|l| l.mean_ns / 2000.0)),
+            Metric::OneWayP50 => m.latency.as_ref().map(|l| us(l.p50_ns) / 2.0),
+            Metric::OneWayP99 => m.latency.as_ref().map(|l| us(l.p99_ns) / 2.0),
         }
     }
 }
@@ -116,6 +131,18 @@ pub struct MetricSummary {
     pub c2_over_c: Option<Spread>,
     /// B/floor per repetition.
     pub b_over_floor: Option<Spread>,
+    /// Fabric scenarios: fabriq over the reference transport (R).
+    pub r: Option<Spread>,
+    /// Fabric scenarios: fabriq over the fabric again (B').
+    pub b2: Option<Spread>,
+    /// Fabric scenarios: fi_pingpong (P).
+    pub p: Option<Spread>,
+    /// B/R per repetition: the fabric against fabriq's own ipc / tcp.
+    pub b_over_r: Option<Spread>,
+    /// B'/B per repetition: the fabric's noise band.
+    pub b2_over_b: Option<Spread>,
+    /// B/P per repetition: the fabric against fi_pingpong.
+    pub b_over_p: Option<Spread>,
 }
 
 /// Per-repetition values of a slot (None where the trial failed).
@@ -149,6 +176,9 @@ pub fn summarize(sr: &ScenarioResult, metric: Metric) -> MetricSummary {
     let a2 = values(sr, Slot::A2, metric);
     let c2 = values(sr, Slot::C2, metric);
     let floor = values(sr, Slot::Floor, metric);
+    let r = values(sr, Slot::R, metric);
+    let b2 = values(sr, Slot::B2, metric);
+    let p = values(sr, Slot::Pingpong, metric);
     let flat = |v: &[Option<f64>]| spread(&v.iter().flatten().copied().collect::<Vec<_>>());
     MetricSummary {
         a: flat(&a),
@@ -162,6 +192,12 @@ pub fn summarize(sr: &ScenarioResult, metric: Metric) -> MetricSummary {
         b_over_c: spread(&ratios(&b, &c)),
         c2_over_c: spread(&ratios(&c2, &c)),
         b_over_floor: spread(&ratios(&b, &floor)),
+        r: flat(&r),
+        b2: flat(&b2),
+        p: flat(&p),
+        b_over_r: spread(&ratios(&b, &r)),
+        b2_over_b: spread(&ratios(&b2, &b)),
+        b_over_p: spread(&ratios(&b, &p)),
     }
 }
 

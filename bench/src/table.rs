@@ -1,7 +1,7 @@
 //! The readable table on stdout (and the number formats the report shares).
 
 use crate::results::{Results, ScenarioResult};
-use crate::scenario::Slot;
+use crate::scenario::{Slot, Transport};
 use crate::stats::{errors, summarize, Metric, MetricSummary, Spread};
 
 /// Formats a figure compactly: 3.41M, 612k, 22.1k, 850, 12.3.
@@ -127,6 +127,102 @@ pub fn rows(sr: &ScenarioResult) -> Vec<String> {
     out
 }
 
+/// The metrics of a fabric scenario (stdout and report): latency as
+/// one-way times, like fi_pingpong reports them.
+pub fn fabric_metrics(sr: &ScenarioResult) -> Vec<Metric> {
+    if sr.scenario.is_throughput() {
+        vec![
+            Metric::MsgPerS,
+            Metric::MbPerS,
+            Metric::CpuPerMsg,
+            Metric::PeakRss,
+        ]
+    } else {
+        vec![
+            Metric::OneWayMean,
+            Metric::OneWayP50,
+            Metric::OneWayP99,
+            Metric::CpuPerMsg,
+            Metric::PeakRss,
+        ]
+    }
+}
+
+/// The column titles of a fabric table over `t`: B, R, P and the ratios,
+/// each saying what it compares.
+pub fn fabric_columns(t: Transport) -> [String; 6] {
+    let reference = t.reference().map(Transport::name).unwrap_or("?");
+    let provider = t.provider().unwrap_or("?");
+    [
+        format!("B fabriq {}", t.name()),
+        format!("R fabriq {reference}"),
+        format!("P fi_pingpong {provider}"),
+        format!("B/R {}/{reference}", t.name()),
+        "B'/B (noise)".to_string(),
+        format!("B/P {}/pingpong", t.name()),
+    ]
+}
+
+const W_FKEY: usize = 26;
+const W_FMET: usize = 13;
+
+/// The header line of a fabric table over `t`.
+pub fn fabric_header(t: Transport) -> String {
+    let c = fabric_columns(t);
+    format!(
+        "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        "scenario", "metric", c[0], c[1], c[2], c[3], c[4], c[5]
+    )
+}
+
+/// The table rows of one fabric scenario; `no_pingpong` fills the P
+/// cells when fi_pingpong did not run (e.g. "not installed").
+pub fn fabric_rows(sr: &ScenarioResult, no_pingpong: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = fabric_metrics(sr)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let key = if i == 0 { &sr.key } else { "" };
+            let s = summarize(sr, m);
+            let p = match (s.p, no_pingpong) {
+                (None, Some(why)) => why.to_string(),
+                (p, _) => fig(p),
+            };
+            format!(
+                "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+                key,
+                m.label(),
+                fig(s.b),
+                fig(s.r),
+                p,
+                ratio(s.b_over_r),
+                ratio(s.b2_over_b),
+                ratio(s.b_over_p)
+            )
+        })
+        .collect();
+    let n = errors(sr);
+    if n > 0 {
+        out.push(format!(
+            "{:<W_FKEY$} {n} failed trial(s): not in the figures",
+            ""
+        ));
+    }
+    out
+}
+
+/// What the fabric tables' P column says when fi_pingpong did not run.
+pub fn no_pingpong(results: &Results) -> Option<&str> {
+    let c = &results.config;
+    if !c.floor {
+        Some("not run")
+    } else if c.fi_pingpong.starts_with("not installed") {
+        Some("not installed")
+    } else {
+        None
+    }
+}
+
 /// The smallest and largest per-repetition ratio of a band (A'/A or
 /// C'/C, msg/s or p50) over the whole run, if measured.
 fn band(results: &Results, pick: fn(&MetricSummary) -> Option<Spread>) -> Option<(f64, f64)> {
@@ -135,6 +231,8 @@ fn band(results: &Results, pick: fn(&MetricSummary) -> Option<Spread>) -> Option
     for sr in &results.scenarios {
         let metric = if sr.scenario.is_throughput() {
             Metric::MsgPerS
+        } else if sr.scenario.transport.is_fabric() {
+            Metric::OneWayMean
         } else {
             Metric::P50
         };
@@ -149,6 +247,31 @@ fn band(results: &Results, pick: fn(&MetricSummary) -> Option<Spread>) -> Option
 /// The A/A calibrations over the whole run, in words: libzmq's (A'/A, the
 /// band for B/A) and omq's (C'/C, the band for B/C).
 pub fn aa_band(results: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    let zmq = results
+        .scenarios
+        .iter()
+        .any(|s| !s.scenario.transport.is_fabric());
+    if zmq {
+        out.extend(zmq_bands(results));
+    }
+    if results
+        .scenarios
+        .iter()
+        .any(|s| s.scenario.transport.is_fabric())
+    {
+        out.push(match band(results, |s| s.b2_over_b) {
+            Some((lo, hi)) => format!(
+                "B/B calibration (fabriq over the fabric vs itself, msg/s and one-way mean): \
+                 per-repetition ratios {lo:.2}-{hi:.2}; a B/R or B/P ratio inside that band is not a result"
+            ),
+            None => "B/B calibration (fabric): not measured".to_string(),
+        });
+    }
+    out
+}
+
+fn zmq_bands(results: &Results) -> Vec<String> {
     let mut out = Vec::new();
     out.push(match band(results, |s| s.a2_over_a) {
         Some((lo, hi)) => format!(

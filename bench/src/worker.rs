@@ -281,6 +281,7 @@ pub fn bind_endpoint(transport: Transport, index: usize) -> String {
         Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
         Transport::Ipc => "ipc://*".to_string(),
         Transport::Inproc => format!("inproc://fabriq-bench-{}-{index}", std::process::id()),
+        Transport::OfiTcp | Transport::OfiShm => format!("{}://127.0.0.1:*", transport.name()),
     }
 }
 
@@ -340,6 +341,7 @@ fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
         (Impl::Raw, Role::Client) => crate::raw::client(spec),
         (Impl::Raw, Role::Server) => crate::raw::server(spec, gate),
         (Impl::Raw, Role::Inproc) => Err("the raw floor has no inproc variant".into()),
+        (Impl::FiPingpong, _) => Err("fi_pingpong is run by the runner, not a worker".into()),
         (Impl::Libzmq, Role::Inproc) => libzmq::inproc(spec),
         (Impl::Fabriq, Role::Inproc) => fabriq::inproc(spec),
         (Impl::Omq, Role::Inproc) => omq::inproc(spec),

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::scenario::{FabricVariant, Scenario};
 use crate::worker::Gate;
 
 /// The gate between the threads of an inproc worker.
@@ -87,9 +88,30 @@ impl Gate for InprocGate {
     }
 }
 
+/// Sets the fabric variant's socket options on a fabriq socket of a
+/// fabric trial (ofi+ transports only; the R trials over ipc / tcp and the
+/// ZeroMQ scenarios are left alone). The default variant sets nothing.
+///
+/// When the engine's options land, each [`FabricVariant`] gets its calls
+/// here, e.g. `Unbuffered => sock.set_fabric_buffered(false)`,
+/// `Spin { us } => sock.set_fabric_spin_us(us)`.
+pub fn fabric_tune(_sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String> {
+    if !sc.transport.is_fabric() {
+        return Ok(());
+    }
+    match sc.variant {
+        FabricVariant::Default => Ok(()),
+    }
+}
+
+/// [`fabric_tune`] for the libraries without a fabric: nothing to set.
+pub fn no_tune<S>(_sock: &S, _sc: &Scenario) -> Result<(), String> {
+    Ok(())
+}
+
 /// Generates one implementation module from the shared source.
 macro_rules! zmq_like {
-    ($name:ident, $krate:path, $doc:literal) => {
+    ($name:ident, $krate:path, $tune:path, $doc:literal) => {
         #[doc = $doc]
         pub mod $name {
             use std::time::Instant;
@@ -140,6 +162,7 @@ macro_rules! zmq_like {
                     z::PUSH
                 };
                 let sock = ctx.socket(kind).map_err(err("socket"))?;
+                $tune(&sock, sc)?;
                 sock.set_sndhwm(sc.hwm()).map_err(err("sndhwm"))?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 for ep in endpoints {
@@ -195,6 +218,7 @@ macro_rules! zmq_like {
                     z::PULL
                 };
                 let sock = ctx.socket(kind).map_err(err("socket"))?;
+                $tune(&sock, sc)?;
                 sock.set_rcvhwm(sc.hwm()).map_err(err("rcvhwm"))?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 if sc.pattern == Pattern::Pubsub {
@@ -275,6 +299,7 @@ macro_rules! zmq_like {
             /// REQ: warm-up round trips, then timed ones into a histogram.
             pub fn client(ctx: &z::Context, sc: &Scenario, ep: &str) -> Result<Outcome, String> {
                 let sock = ctx.socket(z::REQ).map_err(err("socket"))?;
+                $tune(&sock, sc)?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 sock.connect(ep).map_err(err("connect"))?;
                 let payload = vec![b'R'; sc.size];
@@ -301,6 +326,7 @@ macro_rules! zmq_like {
                 gate: &dyn Gate,
             ) -> Result<Outcome, String> {
                 let sock = ctx.socket(z::REP).map_err(err("socket"))?;
+                $tune(&sock, sc)?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 sock.bind(ep).map_err(err("bind"))?;
                 let bound = sock
@@ -439,14 +465,21 @@ macro_rules! zmq_like {
     };
 }
 
-zmq_like!(libzmq, ::zmq, "libzmq through the `zmq` crate.");
+zmq_like!(
+    libzmq,
+    ::zmq,
+    crate::zmqlike::no_tune,
+    "libzmq through the `zmq` crate."
+);
 zmq_like!(
     fabriq,
     ::fabriq,
+    crate::zmqlike::fabric_tune,
     "fabriq sockets, with the same code as the libzmq side."
 );
 zmq_like!(
     omq,
     crate::omqzmq,
+    crate::zmqlike::no_tune,
     "omq.rs (`omq-tokio`, blocking API) through [`crate::omqzmq`], with the same code as the libzmq side."
 );

@@ -60,6 +60,7 @@ fn scenario(pattern: Pattern, transport: Transport, subs: usize) -> Scenario {
         count: if pattern == Pattern::Reqrep { 30 } else { 500 },
         warm: 10,
         reps: 1,
+        variant: Default::default(),
     }
 }
 
@@ -82,7 +83,7 @@ fn side(imp: Impl) -> Side {
         Impl::Omq => omq::process,
         Impl::Fabriq => fabriq::process,
         Impl::Libzmq => libzmq::process,
-        Impl::Raw => unreachable!("not a ZeroMQ implementation"),
+        Impl::Raw | Impl::FiPingpong => unreachable!("not a ZeroMQ implementation"),
     }
 }
 

@@ -7,7 +7,8 @@ use std::process::Command;
 use clap::Parser;
 use fabriq_bench::cli::BenchCli;
 use fabriq_bench::results::Results;
-use fabriq_bench::scenario::plan;
+use fabriq_bench::scenario::{plan, Slot};
+use fabriq_bench::stats::Metric;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fabriq-bench");
 
@@ -40,6 +41,10 @@ fn smoke_run_covers_every_scenario_and_reports() {
     let keys: Vec<String> = results.scenarios.iter().map(|s| s.key.clone()).collect();
     let want: Vec<String> = expected.iter().map(|s| s.key()).collect();
     assert_eq!(keys, want);
+    assert!(
+        keys.iter().all(|k| !k.contains("ofi")),
+        "the default run has no fabric scenario: {keys:?}"
+    );
     for sr in &results.scenarios {
         for slot in sr.scenario.slots(true, true, true) {
             let trial = sr
@@ -160,4 +165,142 @@ fn filters_select_scenarios_and_an_empty_selection_is_an_error() {
         Some(1),
         "quick mode has no pubsub scenario"
     );
+}
+
+/// `--smoke --fabric`: every fabric scenario once, tiny counts; every B, R
+/// and B' trial gives numbers, and fi_pingpong's P trials too where it is
+/// installed (else the table says "not installed" and there are none).
+#[test]
+fn fabric_smoke_run_covers_every_fabric_scenario() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("fabric.json");
+    let out = Command::new(BIN)
+        .args(["--smoke", "--fabric", "--no-perf", "--out"])
+        .arg(&json)
+        .output()
+        .expect("run fabriq-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    for col in [
+        "B fabriq ofi+shm",
+        "R fabriq ipc",
+        "P fi_pingpong shm",
+        "B/R ofi+shm/ipc",
+        "B/P ofi+shm/pingpong",
+        "B fabriq ofi+tcp",
+        "R fabriq tcp",
+        "P fi_pingpong tcp",
+        "B'/B (noise)",
+        "1-way mean us",
+    ] {
+        assert!(stdout.contains(col), "missing {col:?}: {stdout}");
+    }
+    assert!(!stdout.contains("A libzmq"), "no ZeroMQ table: {stdout}");
+
+    let results = Results::load(&json).expect("results JSON");
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--smoke", "--fabric"]).expect("args");
+    let want: Vec<String> = plan(&cli.run).iter().map(|s| s.key()).collect();
+    let keys: Vec<String> = results.scenarios.iter().map(|s| s.key.clone()).collect();
+    assert_eq!(keys, want);
+    assert!(keys.contains(&"reqrep/ofi+shm/64".to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&"pushpull/ofi+tcp/1048576".to_string()),
+        "{keys:?}"
+    );
+    let pingpong = !results.config.fi_pingpong.starts_with("not installed");
+    if !pingpong {
+        assert!(stdout.contains("not installed"), "{stdout}");
+    }
+    for sr in &results.scenarios {
+        for slot in sr.scenario.slots(true, true, true) {
+            let trial = sr.trials.iter().find(|t| t.slot == slot);
+            if slot == Slot::Pingpong && !pingpong {
+                assert!(trial.is_none(), "{}: a P trial without fi_pingpong", sr.key);
+                continue;
+            }
+            let trial = trial.unwrap_or_else(|| panic!("{} has no {slot:?} trial", sr.key));
+            assert!(trial.ok, "{} {slot:?}: {:?}", sr.key, trial.error);
+            let m = trial.metrics.as_ref().expect("metrics");
+            assert!(
+                m.messages > 0 && m.msg_per_s > 0.0 && m.mb_per_s > 0.0,
+                "{} {slot:?}: {m:?}",
+                sr.key
+            );
+            if !sr.scenario.is_throughput() {
+                let one_way = Metric::OneWayMean.value(m);
+                assert!(one_way.is_some_and(|us| us > 0.0), "{} {slot:?}", sr.key);
+            }
+            if slot == Slot::Pingpong {
+                assert!(
+                    trial.log.iter().any(|l| l.contains("-e rdm")),
+                    "{:?}",
+                    trial.log
+                );
+            }
+        }
+    }
+
+    let md = dir.path().join("perf.md");
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg(&json)
+        .arg("--out")
+        .arg(&md)
+        .arg("--notes")
+        .arg(dir.path().join("no-notes.md"))
+        .arg("--fabric-notes")
+        .arg(dir.path().join("no-fabric-notes.md"))
+        .output()
+        .expect("run report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).expect("report written");
+    assert!(text.contains("## Fabric"), "{text}");
+    assert!(
+        text.contains("| B fabriq ofi+shm | R fabriq ipc |"),
+        "{text}"
+    );
+}
+
+/// Without fi_pingpong the fabric floor says so: no crash, no number.
+#[test]
+fn fabric_floor_without_fi_pingpong_says_not_installed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("r.json");
+    let out = Command::new(BIN)
+        .args([
+            "--smoke",
+            "--no-perf",
+            "--no-plots",
+            "--transport",
+            "ofi+shm",
+            "--pattern",
+            "reqrep",
+            "--fi-pingpong",
+            "/nonexistent/fi_pingpong",
+            "--out",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run fabriq-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("not installed"), "{stdout}");
+    let results = Results::load(&json).expect("results JSON");
+    assert!(results.config.fi_pingpong.starts_with("not installed"));
+    let sr = &results.scenarios[0];
+    assert_eq!(sr.key, "reqrep/ofi+shm/64");
+    assert!(sr.trials.iter().all(|t| t.slot != Slot::Pingpong && t.ok));
 }
