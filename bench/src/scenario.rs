@@ -210,10 +210,8 @@ impl Transport {
 /// socket options of that variant on the fabriq sockets of the fabric
 /// trials (B and B'; never on R, which has no fabric).
 ///
-/// Planned (not on this branch: the options do not exist yet):
-/// `Unbuffered` (`set_fabric_buffered(false)`), `Spin { us }`
-/// (`set_fabric_spin_us`), `Flush { us }` (`set_fabric_flush_us`), and
-/// page geometry (`set_fabric_page_size`, `set_fabric_page_count`).
+/// Not measured as variants yet: a flush interval (`set_fabric_flush_us`)
+/// and the page geometry (`set_fabric_page_size`, `set_fabric_page_count`).
 /// `fi_pingpong` busy-polls, so a spinning variant is the fair comparison
 /// with the P column; the default (blocking) one is compared with the
 /// blocking R column.
@@ -223,13 +221,24 @@ pub enum FabricVariant {
     /// The engine's defaults (buffered pages, no spinning).
     #[default]
     Default,
+    /// Each message sent at once in its own page(s)
+    /// (`set_fabric_buffered(false)`).
+    Unbuffered,
+    /// Blocking calls spin for up to [`SPIN_US`] µs before they sleep
+    /// (`set_spin_us`), as `fi_pingpong` busy-polls.
+    Spin,
 }
+
+/// How long the [`FabricVariant::Spin`] variant spins, in µs.
+pub const SPIN_US: i32 = 200;
 
 impl FabricVariant {
     /// The suffix of the transport in a scenario key (`""` for the default).
     pub fn suffix(self) -> &'static str {
         match self {
             FabricVariant::Default => "",
+            FabricVariant::Unbuffered => "+unbuffered",
+            FabricVariant::Spin => "+spin",
         }
     }
 
@@ -237,13 +246,19 @@ impl FabricVariant {
     pub fn describe(self) -> &'static str {
         match self {
             FabricVariant::Default => "engine defaults (buffered pages, no spinning)",
+            FabricVariant::Unbuffered => "unbuffered: each message sent at once (set_fabric_buffered(false))",
+            FabricVariant::Spin => "spin: blocking calls spin 200 us before sleeping (set_spin_us(200))",
         }
     }
 }
 
 /// The fabric variants every fabric scenario is run in, in order. Add the
 /// engine's modes here as they land (see [`FabricVariant`]).
-pub const FABRIC_VARIANTS: &[FabricVariant] = &[FabricVariant::Default];
+pub const FABRIC_VARIANTS: &[FabricVariant] = &[
+    FabricVariant::Default,
+    FabricVariant::Unbuffered,
+    FabricVariant::Spin,
+];
 
 /// One scenario: a pattern on a transport with one message size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

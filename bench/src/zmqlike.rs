@@ -92,16 +92,17 @@ impl Gate for InprocGate {
 /// fabric trial (ofi+ transports only; the R trials over ipc / tcp and the
 /// ZeroMQ scenarios are left alone). The default variant sets nothing.
 ///
-/// When the engine's options land, each [`FabricVariant`] gets its calls
-/// here, e.g. `Unbuffered => sock.set_fabric_buffered(false)`,
-/// `Spin { us } => sock.set_fabric_spin_us(us)`.
-pub fn fabric_tune(_sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String> {
+/// Sets the socket options of the scenario's [`FabricVariant`].
+pub fn fabric_tune(sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String> {
     if !sc.transport.is_fabric() {
         return Ok(());
     }
     match sc.variant {
         FabricVariant::Default => Ok(()),
+        FabricVariant::Unbuffered => sock.set_fabric_buffered(false),
+        FabricVariant::Spin => sock.set_spin_us(crate::scenario::SPIN_US),
     }
+    .map_err(|e| format!("fabric variant {:?}: {e}", sc.variant))
 }
 
 /// [`fabric_tune`] for the libraries without a fabric: nothing to set.
