@@ -40,16 +40,63 @@ pub enum Transport {
     Ipc,
     /// `inproc://` (only within one implementation).
     Inproc,
+    /// `ofi+tcp://127.0.0.1:*`: fabriq's fabric transport over libfabric's
+    /// `tcp;ofi_rxm` provider (fabriq on both sides only: libzmq has no
+    /// fabric). The address is the TCP control connection's.
+    OfiTcp,
+    /// `ofi+shm://127.0.0.1:*`: the fabric transport over libfabric's shared
+    /// memory provider, control connection over TCP as for `ofi+tcp`.
+    OfiShm,
 }
 
 impl Transport {
-    /// Lower-case name used in the matrix.
+    /// Every transport, in matrix order.
+    pub const ALL: [Transport; 5] = [
+        Transport::Tcp,
+        Transport::Ipc,
+        Transport::Inproc,
+        Transport::OfiTcp,
+        Transport::OfiShm,
+    ];
+}
+
+/// The fabric transports, in matrix order.
+pub const FABRIC: &[Transport] = &[Transport::OfiTcp, Transport::OfiShm];
+
+impl Transport {
+    /// Lower-case name used in the matrix (the endpoint's scheme).
     pub fn name(self) -> &'static str {
         match self {
             Transport::Tcp => "tcp",
             Transport::Ipc => "ipc",
             Transport::Inproc => "inproc",
+            Transport::OfiTcp => "ofi+tcp",
+            Transport::OfiShm => "ofi+shm",
         }
+    }
+
+    /// Whether messages go over a libfabric endpoint (`ofi+...`).
+    pub fn is_fabric(self) -> bool {
+        matches!(self, Transport::OfiTcp | Transport::OfiShm)
+    }
+
+    /// The scheme of a transport whose address is `HOST:PORT` (tcp and
+    /// the fabric transports, whose control connection is TCP); `None`
+    /// for ipc and inproc.
+    pub fn host_port_scheme(self) -> Option<&'static str> {
+        match self {
+            Transport::Tcp | Transport::OfiTcp | Transport::OfiShm => Some(self.name()),
+            Transport::Ipc | Transport::Inproc => None,
+        }
+    }
+
+    /// `SCHEME://127.0.0.1:PORT` for a transport with a `HOST:PORT`
+    /// address; panics for ipc and inproc (a scenario bug).
+    pub fn local(self, port: &str) -> String {
+        let scheme = self
+            .host_port_scheme()
+            .unwrap_or_else(|| panic!("{} has no HOST:PORT addresses", self.name()));
+        format!("{scheme}://127.0.0.1:{port}")
     }
 }
 
@@ -417,7 +464,7 @@ impl Sock {
     /// to (LAST_ENDPOINT).
     pub fn bind_any(&self, t: Transport) -> Res<String> {
         let endpoint = match t {
-            Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
+            Transport::Tcp | Transport::OfiTcp | Transport::OfiShm => t.local("*"),
             Transport::Ipc => ipc_endpoint(),
             Transport::Inproc => format!("inproc://compat-{}", unique()),
         };

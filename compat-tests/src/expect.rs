@@ -3,7 +3,7 @@
 //! [`Why::Flaky`]), so the table stays true.
 
 use crate::adapter::Transport;
-use crate::adapter::Transport::{Inproc, Ipc, Tcp};
+use crate::adapter::Transport::{Inproc, Ipc, OfiShm, OfiTcp, Tcp};
 use crate::matrix::{Column, FABRIQ_FABRIQ, LIBZMQ_LIBZMQ};
 
 /// Why a cell is expected not to pass.
@@ -133,11 +133,12 @@ pub static EXPECTED: &[Expected] = &[
     Expected {
         scenarios: &["unbind_wildcard_text_enoent"],
         cols: Cols::Only(FABRIQ_FABRIQ),
-        transports: &[Tcp],
+        transports: &[Tcp, OfiTcp, OfiShm],
         why: Why::Deliberate,
         reason: "fabriq's unbind also accepts the endpoint exactly as it was given to bind \
-            (here tcp://127.0.0.1:*), as well as the resolved LAST_ENDPOINT; libzmq accepts \
-            only the resolved one (docs/api.md).",
+            (here tcp://127.0.0.1:*, or ofi+tcp:// and ofi+shm:// with the same address), as \
+            well as the resolved LAST_ENDPOINT; libzmq accepts only the resolved one \
+            (docs/api.md).",
         intermittent: false,
     },
     Expected {
@@ -164,11 +165,12 @@ pub static EXPECTED: &[Expected] = &[
     Expected {
         scenarios: &["bind_hostname_enodev"],
         cols: Cols::Only(FABRIQ_FABRIQ),
-        transports: &[Tcp],
+        transports: &[Tcp, OfiTcp, OfiShm],
         why: Why::Deliberate,
         reason: "fabriq resolves a host name given to bind (tcp://localhost:* binds \
-            127.0.0.1); libzmq wants an interface name or an address there and fails with \
-            ENODEV (docs/api.md).",
+            127.0.0.1, and so do ofi+tcp://localhost:* and ofi+shm://localhost:*, whose \
+            control connection is TCP); libzmq wants an interface name or an address there \
+            and fails with ENODEV (docs/api.md).",
         intermittent: false,
     },
     Expected {

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::adapter::{Impl, Transport};
+use crate::adapter::{Impl, Transport, FABRIC};
 use crate::expect::{self, Expected};
-use crate::scenario::{Pair, Scenario, Sides};
+use crate::scenario::{Fabric, Pair, Scenario, Sides};
 
 /// One column of the matrix: the implementation of side A and of side B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +78,8 @@ pub struct Run {
     pub outcome: Outcome,
     /// The expectation, if the run is listed as an expected non-pass.
     pub expected: Option<&'static Expected>,
+    /// How long it took (printed by the runner, never in the report).
+    pub took: Duration,
 }
 
 impl Run {
@@ -93,23 +95,38 @@ impl Run {
     }
 }
 
-/// The transports a scenario runs on in a column (none: skipped).
+/// Whether a column has the fabric transports: fabriq on both sides only,
+/// since libzmq has no fabric.
+pub fn has_fabric(c: Column) -> bool {
+    c == FABRIQ_FABRIQ
+}
+
+/// The transports a scenario runs on in a column (none: skipped): its own
+/// list (inproc only within one implementation), then, in the fabriq-fabriq
+/// column, the fabric transports unless the scenario is excluded from them.
 pub fn transports(s: &Scenario, c: Column) -> Vec<Transport> {
     if s.sides == Sides::One && !c.is_pure() {
         return Vec::new();
     }
-    s.transports
+    let mut ts: Vec<Transport> = s
+        .transports
         .iter()
         .copied()
         .filter(|&t| t != Transport::Inproc || c.is_pure())
-        .collect()
+        .collect();
+    if has_fabric(c) && s.fabric == Fabric::Runs {
+        ts.extend_from_slice(FABRIC);
+    }
+    ts
 }
 
-/// Runs `scenarios` (indices into `all`) on `threads` workers, each run
-/// limited to `limit`. Returns the runs in a fixed order.
+/// Runs `scenarios` (indices into `all`) on the transports in `only`
+/// (empty: every one) on `threads` workers, each run limited to `limit`.
+/// Returns the runs in a fixed order.
 pub fn run(
     all: &Arc<Vec<Scenario>>,
     selected: &[usize],
+    only: &[Transport],
     threads: usize,
     limit: Duration,
 ) -> Vec<Run> {
@@ -117,7 +134,9 @@ pub fn run(
     for &s in selected {
         for c in COLUMNS {
             for t in transports(&all[s], c) {
-                jobs.push_back((s, c, t));
+                if only.is_empty() || only.contains(&t) {
+                    jobs.push_back((s, c, t));
+                }
             }
         }
     }
@@ -139,13 +158,16 @@ pub fn run(
             let Some((s, c, t)) = jobs.lock().unwrap().pop_front() else {
                 return;
             };
+            let start = std::time::Instant::now();
             let outcome = run_one(&all, s, c, t, limit);
+            let took = start.elapsed();
             let run = Run {
                 scenario: s,
                 column: c,
                 transport: t,
                 outcome,
                 expected: expect::lookup(all[s].name, c, t),
+                took,
             };
             if !run.as_expected() {
                 eprintln!(

@@ -7,8 +7,79 @@ use std::fmt::Write;
 
 use crate::adapter::Transport;
 use crate::expect::{Why, EXPECTED};
-use crate::matrix::{transports, Outcome, Run, COLUMNS};
-use crate::scenario::Scenario;
+use crate::matrix::{has_fabric, transports, Column, Outcome, Run, COLUMNS};
+use crate::scenario::{Fabric, Scenario};
+
+/// A column of the report: the runs of one matrix column on the fabric
+/// transports (`ofi+tcp`, `ofi+shm`), or on the others. The fabriq-fabriq
+/// column shows as two: its tcp/ipc/inproc runs and its fabric runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// The matrix column.
+    pub column: Column,
+    /// The fabric transports, or the others.
+    pub fabric: bool,
+}
+
+impl View {
+    /// Its heading, e.g. `fabriq-fabriq` or `fabriq-fabriq ofi`.
+    pub fn name(self) -> String {
+        if self.fabric {
+            format!("{} ofi", self.column.name())
+        } else {
+            self.column.name()
+        }
+    }
+
+    /// Whether `t` belongs to this view.
+    fn shows(self, t: Transport) -> bool {
+        t.is_fabric() == self.fabric
+    }
+}
+
+/// The report's columns, in order: each matrix column, the fabriq-fabriq
+/// one followed by its fabric runs.
+pub fn views() -> Vec<View> {
+    let mut v = Vec::new();
+    for column in COLUMNS {
+        v.push(View {
+            column,
+            fabric: false,
+        });
+        if has_fabric(column) {
+            v.push(View {
+                column,
+                fabric: true,
+            });
+        }
+    }
+    v
+}
+
+/// The distinct reasons for scenarios not to run on the fabric, in
+/// scenario order (note `f1` is the first).
+fn fabric_reasons(scenarios: &[Scenario]) -> Vec<&'static str> {
+    let mut reasons = Vec::new();
+    for s in scenarios {
+        if let Fabric::Excluded(r) = s.fabric {
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        }
+    }
+    reasons
+}
+
+/// The note number of a scenario's fabric exclusion, if excluded.
+fn fabric_note(scenarios: &[Scenario], s: &Scenario) -> Option<usize> {
+    match s.fabric {
+        Fabric::Runs => None,
+        Fabric::Excluded(r) => fabric_reasons(scenarios)
+            .iter()
+            .position(|x| *x == r)
+            .map(|n| n + 1),
+    }
+}
 
 /// What one cell shows for one transport.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -78,12 +149,13 @@ fn cell(runs: &[&Run]) -> String {
         .join("; ")
 }
 
-/// Counts per column: (cells run, all pass, with expected non-passes,
-/// with unexpected results, skipped).
+/// Counts per report column ([`views`]): (cells run, all pass, with
+/// expected non-passes, with unexpected results, not applicable: one
+/// implementation only, or excluded from the fabric).
 pub fn column_counts(scenarios: &[Scenario], runs: &[Run]) -> Vec<(String, [usize; 5])> {
-    COLUMNS
-        .iter()
-        .map(|&c| {
+    views()
+        .into_iter()
+        .map(|v| {
             let mut n = [0usize; 5];
             for (i, s) in scenarios.iter().enumerate() {
                 if !runs.iter().any(|r| r.scenario == i) {
@@ -91,9 +163,9 @@ pub fn column_counts(scenarios: &[Scenario], runs: &[Run]) -> Vec<(String, [usiz
                 }
                 let cell: Vec<&Run> = runs
                     .iter()
-                    .filter(|r| r.scenario == i && r.column == c)
+                    .filter(|r| r.scenario == i && r.column == v.column && v.shows(r.transport))
                     .collect();
-                if transports(s, c).is_empty() {
+                if !transports(s, v.column).iter().any(|&t| v.shows(t)) {
                     n[4] += 1;
                     continue;
                 }
@@ -113,7 +185,7 @@ pub fn column_counts(scenarios: &[Scenario], runs: &[Run]) -> Vec<(String, [usiz
                     n[2] += 1;
                 }
             }
-            (c.name(), n)
+            (v.name(), n)
         })
         .collect()
 }
@@ -126,27 +198,36 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
     out.push_str("\n\n## Matrix\n\n");
     out.push_str(
         "Columns name the implementation of side A (usually the binder) and side B \
-         (usually the connecter). A cell lists the transports each verdict applies to; \
+         (usually the connecter). `fabriq-fabriq ofi` is fabriq on both sides over the \
+         fabric transports `ofi+tcp` and `ofi+shm` (libzmq has no fabric, so no other \
+         column has them). A cell lists the transports each verdict applies to; \
          `xfail [n]` is an expected non-pass explained in note n below, `—` means the \
-         scenario exercises one implementation only, so the mixed columns do not apply.\n\n",
+         scenario exercises one implementation only, so the mixed columns do not apply, \
+         and `excluded [fn]` that the scenario does not apply to the fabric, for reason \
+         fn under \"Not run on the fabric\".\n\n",
     );
+    let views = views();
     out.push_str("| scenario |");
-    for c in COLUMNS {
-        let _ = write!(out, " {} |", c.name());
+    for v in &views {
+        let _ = write!(out, " {} |", v.name());
     }
     out.push_str("\n|---|");
-    for _ in COLUMNS {
+    for _ in &views {
         out.push_str("---|");
     }
     out.push('\n');
     for (i, s) in scenarios.iter().enumerate() {
         let _ = write!(out, "| `{}` |", s.name);
-        for c in COLUMNS {
+        for v in &views {
             let cell_runs: Vec<&Run> = runs
                 .iter()
-                .filter(|r| r.scenario == i && r.column == c)
+                .filter(|r| r.scenario == i && r.column == v.column && v.shows(r.transport))
                 .collect();
-            let _ = write!(out, " {} |", cell(&cell_runs));
+            let text = match fabric_note(scenarios, s) {
+                Some(f) if v.fabric && cell_runs.is_empty() => format!("excluded [f{f}]"),
+                _ => cell(&cell_runs),
+            };
+            let _ = write!(out, " {text} |");
         }
         out.push('\n');
     }
@@ -210,6 +291,21 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
         );
     }
 
+    out.push_str("\n## Not run on the fabric\n\n");
+    out.push_str(
+        "Every scenario runs on `ofi+tcp` and `ofi+shm` in the fabriq-fabriq column \
+         unless it is listed here (`fabric: Fabric::Excluded(reason)` in its definition, \
+         `compat-tests/src/scenario/`).\n\n",
+    );
+    for (n, reason) in fabric_reasons(scenarios).iter().enumerate() {
+        let names: Vec<String> = scenarios
+            .iter()
+            .filter(|s| s.fabric == Fabric::Excluded(reason))
+            .map(|s| format!("`{}`", s.name))
+            .collect();
+        let _ = writeln!(out, "- **f{}** — {}: {}.", n + 1, names.join(", "), reason);
+    }
+
     let unexpected: Vec<&Run> = runs.iter().filter(|r| !r.as_expected()).collect();
     if !unexpected.is_empty() {
         out.push_str("\n## Unexpected results of this run\n\n");
@@ -231,7 +327,11 @@ pub fn markdown(scenarios: &[Scenario], runs: &[Run], preamble: &str, appendix: 
 
     out.push_str("\n## Scenarios\n\n| scenario | checks | transports |\n|---|---|---|\n");
     for s in scenarios {
-        let ts: Vec<&str> = s.transports.iter().map(|t| t.name()).collect();
+        let mut ts: Vec<String> = s.transports.iter().map(|t| t.name().to_string()).collect();
+        match fabric_note(scenarios, s) {
+            None => ts.extend(crate::adapter::FABRIC.iter().map(|t| t.name().to_string())),
+            Some(f) => ts.push(format!("(not ofi: f{f})")),
+        }
         let one = if s.sides == crate::scenario::Sides::One {
             " (one implementation)"
         } else {

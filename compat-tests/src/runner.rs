@@ -4,15 +4,19 @@
 //! Environment:
 //! - `FABRIQ_COMPAT_FILTER=a,b`: only scenarios whose name contains one
 //!   of these (docs/compat.md is then left alone);
+//! - `FABRIQ_COMPAT_TRANSPORTS=ofi+tcp,ofi+shm`: only runs on these
+//!   transports (docs/compat.md is then left alone);
 //! - `FABRIQ_COMPAT_THREADS=N`: pool size (default 4);
 //! - `FABRIQ_COMPAT_VERBOSE=1`: also print why each expected non-pass
-//!   failed this time.
+//!   failed this time;
+//! - `FABRIQ_COMPAT_TIMES=FILE`: write every run's time to FILE (tab
+//!   separated: scenario, column, transport, seconds).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::adapter::scratch_dir;
+use crate::adapter::{scratch_dir, Transport};
 use crate::expect::EXPECTED;
 use crate::matrix::{self, transports, COLUMNS};
 use crate::report;
@@ -40,13 +44,27 @@ pub fn main() -> i32 {
     let selected: Vec<usize> = (0..all.len())
         .filter(|&i| filter.is_empty() || filter.iter().any(|f| all[i].name.contains(f.as_str())))
         .collect();
+    let mut only = Vec::new();
+    for name in std::env::var("FABRIQ_COMPAT_TRANSPORTS")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|n| !n.is_empty())
+    {
+        match Transport::ALL.iter().find(|t| t.name() == name) {
+            Some(&t) => only.push(t),
+            None => problems.push(format!(
+                "FABRIQ_COMPAT_TRANSPORTS: unknown transport {name:?} (known: {})",
+                Transport::ALL.map(|t| t.name()).join(", ")
+            )),
+        }
+    }
     let threads = std::env::var("FABRIQ_COMPAT_THREADS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(4);
 
     let start = Instant::now();
-    let runs = matrix::run(&all, &selected, threads, RUN_LIMIT);
+    let runs = matrix::run(&all, &selected, &only, threads, RUN_LIMIT);
     let took = start.elapsed();
 
     println!(
@@ -57,9 +75,51 @@ pub fn main() -> i32 {
     );
     for (name, n) in report::column_counts(&all, &runs) {
         println!(
-            "  {name:14} cells {:3}  pass {:3}  expected non-pass {:2}  unexpected {:2}  n/a {:2}",
+            "  {name:18} cells {:3}  pass {:3}  expected non-pass {:2}  unexpected {:2}  n/a {:2}",
             n[0], n[1], n[2], n[3], n[4]
         );
+    }
+    // Where the time goes: the sum of run times per transport (runs
+    // overlap on the pool) and the slowest runs.
+    let mut per_transport = String::new();
+    for t in Transport::ALL {
+        let of_t: Vec<_> = runs.iter().filter(|r| r.transport == t).collect();
+        if !of_t.is_empty() {
+            let sum: f64 = of_t.iter().map(|r| r.took.as_secs_f64()).sum();
+            per_transport.push_str(&format!("  {} {} runs {sum:.1} s", t.name(), of_t.len()));
+        }
+    }
+    println!("  run time per transport:{per_transport}");
+    let mut slowest: Vec<_> = runs.iter().collect();
+    slowest.sort_by_key(|r| std::cmp::Reverse(r.took));
+    let slowest: Vec<String> = slowest
+        .iter()
+        .take(8)
+        .map(|r| {
+            format!(
+                "{} {} {} {:.1} s",
+                all[r.scenario].name,
+                r.column.name(),
+                r.transport.name(),
+                r.took.as_secs_f64()
+            )
+        })
+        .collect();
+    println!("  slowest: {}", slowest.join(", "));
+    if let Some(path) = std::env::var_os("FABRIQ_COMPAT_TIMES") {
+        let mut tsv = String::from("scenario\tcolumn\ttransport\tseconds\n");
+        for r in &runs {
+            tsv.push_str(&format!(
+                "{}\t{}\t{}\t{:.3}\n",
+                all[r.scenario].name,
+                r.column.name(),
+                r.transport.name(),
+                r.took.as_secs_f64()
+            ));
+        }
+        if let Err(e) = std::fs::write(&path, tsv) {
+            problems.push(format!("writing {}: {e}", PathBuf::from(path).display()));
+        }
     }
     if std::env::var_os("FABRIQ_COMPAT_VERBOSE").is_some() {
         for r in runs.iter().filter(|r| r.as_expected()) {
@@ -86,7 +146,7 @@ pub fn main() -> i32 {
         ));
     }
 
-    if filter.is_empty() {
+    if filter.is_empty() && only.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let read =
             |name: &str| std::fs::read_to_string(dir.join("doc").join(name)).unwrap_or_default();

@@ -1,7 +1,7 @@
 //! DEALER and ROUTER (libzmq's test_spec_dealer, test_spec_router,
 //! test_router_mandatory, test_router_handover).
 
-use super::{deadline, link, recv_text, show, Outcome, Pair, Scenario, Sides, ALL, WIRE};
+use super::{deadline, link, recv_text, show, Fabric, Outcome, Pair, Scenario, Sides, ALL, WIRE};
 use crate::adapter::{Errno, Kind, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -13,6 +13,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "DEALER connected to three REPs sends to them in turn",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: dealer_round_robin,
         },
         Scenario {
@@ -20,6 +21,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "DEALER fair-queues two saturating DEALER peers",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: dealer_fair_queue,
         },
         Scenario {
@@ -27,6 +29,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "DEALER without peers: DONTWAIT send is EAGAIN",
             transports: ALL,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: dealer_no_peer_eagain,
         },
         Scenario {
@@ -34,6 +37,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER sees DEALERs' identities and routes replies to the right one",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_identities,
         },
         Scenario {
@@ -41,6 +45,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "a peer without identity gets a 5-byte routing id starting with 0",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_generated_id,
         },
         Scenario {
@@ -48,6 +53,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER silently drops a message to an unknown identity",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_unroutable_dropped,
         },
         Scenario {
@@ -55,6 +61,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER_MANDATORY: EHOSTUNREACH for an unknown identity",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_mandatory,
         },
         Scenario {
@@ -62,6 +69,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER_MANDATORY: a full peer pipe gives EAGAIN, not a drop",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_mandatory_hwm,
         },
         Scenario {
@@ -69,6 +77,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "a second peer with a taken identity does not take it over",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_duplicate_identity,
         },
         Scenario {
@@ -76,6 +85,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER_HANDOVER: a second peer with the same identity takes it over",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_handover,
         },
         Scenario {
@@ -83,6 +93,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER connects to ROUTER by the binder's identity",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: router_router,
         },
     ]

@@ -2,7 +2,7 @@
 //! test_ipc_wildcard, test_unbind_wildcard, test_inproc_connect,
 //! test_bind_src_address, test_capabilities-style checks).
 
-use super::{recv_text, Outcome, Pair, Scenario, Sides, ALL, INPROC, TCP, WIRE};
+use super::{recv_text, Fabric, Outcome, Pair, Scenario, Sides, ALL, INPROC, TCP, WIRE};
 use crate::adapter::{Errno, Kind, Transport};
 use crate::{ensure, ensure_eq};
 
@@ -11,9 +11,10 @@ pub fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario {
             name: "last_endpoint_tcp_wildcard",
-            about: "bind tcp://127.0.0.1:* : LAST_ENDPOINT has the chosen port and is connectable",
+            about: "bind tcp://127.0.0.1:* (ofi+P:// alike): LAST_ENDPOINT has the chosen port and is connectable",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: last_endpoint_tcp_wildcard,
         },
         Scenario {
@@ -21,6 +22,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "bind ipc://* : LAST_ENDPOINT names a real path that peers can connect to",
             transports: &[Transport::Ipc],
             sides: Sides::Two,
+            fabric: Fabric::Excluded(super::FABRIC_NOT_IPC),
             run: ipc_wildcard,
         },
         Scenario {
@@ -28,13 +30,15 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "unbind with the resolved LAST_ENDPOINT of a wildcard bind; the address is free again",
             transports: WIRE,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: unbind_resolved_wildcard,
         },
         Scenario {
             name: "unbind_wildcard_text_enoent",
-            about: "unbind with the wildcard text itself (tcp://127.0.0.1:*) is ENOENT",
+            about: "unbind with the wildcard text itself (tcp://127.0.0.1:*, ofi+P:// alike) is ENOENT",
             transports: TCP,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: unbind_wildcard_text_enoent,
         },
         Scenario {
@@ -42,6 +46,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "unbind/disconnect of an endpoint never bound/connected is ENOENT",
             transports: ALL,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: unbind_unknown_enoent,
         },
         Scenario {
@@ -49,6 +54,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "inproc: connect first, send, then bind; nothing is lost",
             transports: INPROC,
             sides: Sides::Two,
+            fabric: Fabric::Excluded(super::FABRIC_NOT_INPROC),
             run: inproc_connect_before_bind,
         },
         Scenario {
@@ -56,52 +62,58 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "inproc connect-before-bind: a connecting ROUTER sees the binder's identity",
             transports: INPROC,
             sides: Sides::Two,
+            fabric: Fabric::Excluded(super::FABRIC_NOT_INPROC),
             run: inproc_connect_before_bind_identity,
         },
         Scenario {
             name: "bind_eaddrinuse",
-            about: "a second bind to a taken tcp port is EADDRINUSE (across libraries too)",
+            about: "a second bind to a taken tcp (or ofi+P control) port is EADDRINUSE (across libraries too)",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: bind_eaddrinuse,
         },
         Scenario {
             name: "bad_endpoints",
-            about: "unknown transport is EPROTONOSUPPORT; missing port or garbage is EINVAL",
+            about: "unknown transport (or fabric provider) is EPROTONOSUPPORT; missing port, provider or garbage is EINVAL",
             transports: TCP,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: bad_endpoints,
         },
         Scenario {
             name: "bind_port_out_of_range",
-            about: "bind to tcp port 70000 is EINVAL",
+            about: "bind to tcp (or ofi+P) port 70000 is EINVAL",
             transports: TCP,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: bind_port_out_of_range,
         },
         Scenario {
             name: "bind_hostname_enodev",
-            about: "bind to tcp://localhost:* (a host name, not an interface) is ENODEV",
+            about: "bind to tcp://localhost:* (a host name, not an interface; ofi+P:// alike) is ENODEV",
             transports: TCP,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: bind_hostname_enodev,
         },
         Scenario {
             name: "connect_hostname",
-            about: "connect to tcp://localhost:PORT resolves the name",
+            about: "connect to tcp://localhost:PORT (ofi+P:// alike) resolves the name",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: connect_hostname,
         },
     ]
 }
 
-fn last_endpoint_tcp_wildcard(p: &Pair, _t: Transport) -> Outcome {
+fn last_endpoint_tcp_wildcard(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
-    pull.bind("tcp://127.0.0.1:*")?;
+    pull.bind(&t.local("*"))?;
     let endpoint = pull.last_endpoint()?;
     let port: u16 = endpoint
-        .strip_prefix("tcp://127.0.0.1:")
+        .strip_prefix(&t.local(""))
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| format!("LAST_ENDPOINT {endpoint:?}"))?;
     ensure!(port != 0, "LAST_ENDPOINT has port 0");
@@ -136,11 +148,11 @@ fn ipc_wildcard(p: &Pair, _t: Transport) -> Outcome {
 
 fn unbind_resolved_wildcard(p: &Pair, t: Transport) -> Outcome {
     let wildcard = match t {
-        Transport::Tcp => "tcp://127.0.0.1:*",
-        _ => "ipc://*",
+        Transport::Ipc => "ipc://*".to_string(),
+        _ => t.local("*"),
     };
     let pull = p.a(Kind::Pull)?;
-    pull.bind(wildcard)?;
+    pull.bind(&wildcard)?;
     let endpoint = pull.last_endpoint()?;
     pull.unbind(&endpoint)?;
     // The address is free: another socket can take it.
@@ -150,10 +162,10 @@ fn unbind_resolved_wildcard(p: &Pair, t: Transport) -> Outcome {
     Ok(())
 }
 
-fn unbind_wildcard_text_enoent(p: &Pair, _t: Transport) -> Outcome {
+fn unbind_wildcard_text_enoent(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
-    pull.bind("tcp://127.0.0.1:*")?;
-    match pull.unbind("tcp://127.0.0.1:*") {
+    pull.bind(&t.local("*"))?;
+    match pull.unbind(&t.local("*")) {
         Err(f) if f.is(Errno::ENOENT) => Ok(()),
         other => Err(format!(
             "unbind with the wildcard text: {other:?}, expected ENOENT"
@@ -164,9 +176,9 @@ fn unbind_wildcard_text_enoent(p: &Pair, _t: Transport) -> Outcome {
 fn unbind_unknown_enoent(p: &Pair, t: Transport) -> Outcome {
     let s = p.a(Kind::Pull)?;
     let endpoint = match t {
-        Transport::Tcp => "tcp://127.0.0.1:5".to_string(),
         Transport::Ipc => crate::adapter::ipc_endpoint(),
         Transport::Inproc => "inproc://compat-never".to_string(),
+        _ => t.local("5"),
     };
     match s.unbind(&endpoint) {
         Err(f) if f.is(Errno::ENOENT) => {}
@@ -212,9 +224,9 @@ fn inproc_connect_before_bind_identity(p: &Pair, _t: Transport) -> Outcome {
     Ok(())
 }
 
-fn bind_eaddrinuse(p: &Pair, _t: Transport) -> Outcome {
+fn bind_eaddrinuse(p: &Pair, t: Transport) -> Outcome {
     let first = p.a(Kind::Pull)?;
-    let endpoint = first.bind_any(Transport::Tcp)?;
+    let endpoint = first.bind_any(t)?;
     let second = p.b(Kind::Pull)?;
     match second.bind(&endpoint) {
         Err(f) if f.is(Errno::EADDRINUSE) => Ok(()),
@@ -224,19 +236,29 @@ fn bind_eaddrinuse(p: &Pair, _t: Transport) -> Outcome {
     }
 }
 
-fn bad_endpoints(p: &Pair, _t: Transport) -> Outcome {
+fn bad_endpoints(p: &Pair, t: Transport) -> Outcome {
     let s = p.a(Kind::Pull)?;
-    for (endpoint, want) in [
-        ("nope://127.0.0.1:5555", Errno::EPROTONOSUPPORT),
-        ("tcp://127.0.0.1", Errno::EINVAL),
-        ("tcp://127.0.0.1:", Errno::EINVAL),
-        ("127.0.0.1:5555", Errno::EINVAL),
-    ] {
+    let scheme = t.host_port_scheme().unwrap_or("tcp");
+    let mut cases = vec![
+        ("nope://127.0.0.1:5555".to_string(), Errno::EPROTONOSUPPORT),
+        (format!("{scheme}://127.0.0.1"), Errno::EINVAL),
+        (format!("{scheme}://127.0.0.1:"), Errno::EINVAL),
+        ("127.0.0.1:5555".to_string(), Errno::EINVAL),
+    ];
+    if t.is_fabric() {
+        // A provider libfabric does not have, and none at all.
+        cases.push((
+            "ofi+nosuchprovider://127.0.0.1:5555".to_string(),
+            Errno::EPROTONOSUPPORT,
+        ));
+        cases.push(("ofi+://127.0.0.1:5555".to_string(), Errno::EINVAL));
+    }
+    for (endpoint, want) in cases {
         for op in ["bind", "connect"] {
             let r = if op == "bind" {
-                s.bind(endpoint)
+                s.bind(&endpoint)
             } else {
-                s.connect(endpoint)
+                s.connect(&endpoint)
             };
             match r {
                 Err(f) if f.errno == want => {}
@@ -247,37 +269,44 @@ fn bad_endpoints(p: &Pair, _t: Transport) -> Outcome {
     Ok(())
 }
 
-fn bind_port_out_of_range(p: &Pair, _t: Transport) -> Outcome {
+fn bind_port_out_of_range(p: &Pair, t: Transport) -> Outcome {
     let s = p.a(Kind::Pull)?;
-    match s.bind("tcp://127.0.0.1:70000") {
+    let endpoint = t.local("70000");
+    match s.bind(&endpoint) {
         Err(f) if f.is(Errno::EINVAL) => Ok(()),
         Ok(()) => Err(format!(
-            "bind tcp://127.0.0.1:70000 succeeded; LAST_ENDPOINT {}",
+            "bind {endpoint} succeeded; LAST_ENDPOINT {}",
             s.last_endpoint()?
         )),
-        Err(f) => Err(format!("bind tcp://127.0.0.1:70000: {f}, expected EINVAL")),
+        Err(f) => Err(format!("bind {endpoint}: {f}, expected EINVAL")),
     }
 }
 
-fn bind_hostname_enodev(p: &Pair, _t: Transport) -> Outcome {
+/// `SCHEME://localhost:PORT` for a transport with `HOST:PORT` addresses.
+fn by_name(t: Transport, port: &str) -> String {
+    t.local(port).replacen("127.0.0.1", "localhost", 1)
+}
+
+fn bind_hostname_enodev(p: &Pair, t: Transport) -> Outcome {
     let s = p.a(Kind::Pull)?;
-    match s.bind("tcp://localhost:*") {
+    let endpoint = by_name(t, "*");
+    match s.bind(&endpoint) {
         Err(f) if f.is(Errno::ENODEV) => Ok(()),
         Ok(()) => Err(format!(
-            "bind tcp://localhost:* succeeded; LAST_ENDPOINT {}",
+            "bind {endpoint} succeeded; LAST_ENDPOINT {}",
             s.last_endpoint()?
         )),
-        Err(f) => Err(format!("bind tcp://localhost:*: {f}, expected ENODEV")),
+        Err(f) => Err(format!("bind {endpoint}: {f}, expected ENODEV")),
     }
 }
 
-fn connect_hostname(p: &Pair, _t: Transport) -> Outcome {
+fn connect_hostname(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
-    pull.bind("tcp://127.0.0.1:*")?;
+    pull.bind(&t.local("*"))?;
     let endpoint = pull.last_endpoint()?;
     let port = endpoint.rsplit(':').next().unwrap_or_default().to_string();
     let push = p.b(Kind::Push)?;
-    push.connect(&format!("tcp://localhost:{port}"))?;
+    push.connect(&by_name(t, &port))?;
     push.send(b"by name", 0)?;
     ensure_eq!(recv_text(&pull)?, "by name", "message");
     Ok(())

@@ -1,7 +1,9 @@
 //! ZMTP heartbeats (libzmq's test_heartbeats): a peer that goes silent is
 //! detected. The silence is made by a TCP relay between the two sockets
 //! that can be frozen: it keeps both connections open but stops passing
-//! bytes, like a peer whose host hangs.
+//! bytes, like a peer whose host hangs. Over the fabric transports the relay
+//! carries the TCP control connection (handshake and heartbeats) while
+//! messages take the fabric: the heartbeat watches the control connection.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,7 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::{recv_text, Outcome, Pair, Scenario, Sides, TCP};
+use super::{recv_text, Fabric, Outcome, Pair, Scenario, Sides, TCP};
 use crate::adapter::{event, Kind, Transport};
 use crate::ensure_eq;
 
@@ -22,6 +24,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "HEARTBEAT_IVL+TIMEOUT: the side that pings drops a silent peer",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: heartbeat_timeout,
         },
         Scenario {
@@ -29,6 +32,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "HEARTBEAT_TTL in the peer's PINGs: the pinged side drops the silent pinger",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: heartbeat_ttl,
         },
         Scenario {
@@ -36,6 +40,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "with heartbeats on, an idle but live connection stays up",
             transports: TCP,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: heartbeat_keeps_idle,
         },
     ]
@@ -44,16 +49,24 @@ pub fn scenarios() -> Vec<Scenario> {
 /// A TCP relay for one connection: listens on a port of its own, passes
 /// bytes to `target` both ways until frozen.
 struct Relay {
+    transport: Transport,
     port: u16,
     frozen: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }
 
 impl Relay {
-    fn start(target: &str) -> Result<Relay, String> {
+    /// A relay to `target`, an endpoint on `t` (tcp, or a fabric
+    /// transport: then the relay carries the TCP control connection, with
+    /// the handshake and heartbeats, while messages take the fabric).
+    fn start(t: Transport, target: &str) -> Result<Relay, String> {
+        let scheme = t
+            .host_port_scheme()
+            .ok_or_else(|| format!("no relay for {}", t.name()))?;
         let target = target
-            .strip_prefix("tcp://")
-            .ok_or_else(|| format!("not a tcp endpoint: {target}"))?
+            .strip_prefix(scheme)
+            .and_then(|rest| rest.strip_prefix("://"))
+            .ok_or_else(|| format!("not a {scheme} endpoint: {target}"))?
             .to_string();
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
@@ -84,11 +97,16 @@ impl Relay {
                 thread::spawn(move || pump(from, to, &f, &s));
             }
         });
-        Ok(Relay { port, frozen, stop })
+        Ok(Relay {
+            transport: t,
+            port,
+            frozen,
+            stop,
+        })
     }
 
     fn endpoint(&self) -> String {
-        format!("tcp://127.0.0.1:{}", self.port)
+        self.transport.local(&self.port.to_string())
     }
 
     fn freeze(&self) {
@@ -123,13 +141,13 @@ fn pump(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool, stop: &Atom
     let _ = to.shutdown(std::net::Shutdown::Both);
 }
 
-fn heartbeat_timeout(p: &Pair, _t: Transport) -> Outcome {
+fn heartbeat_timeout(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
     pull.set_heartbeat_ivl(100)?;
     pull.set_heartbeat_timeout(300)?;
     let mon = pull.monitor(event::HANDSHAKE_SUCCEEDED | event::DISCONNECTED)?;
-    let endpoint = pull.bind_any(Transport::Tcp)?;
-    let relay = Relay::start(&endpoint)?;
+    let endpoint = pull.bind_any(t)?;
+    let relay = Relay::start(t, &endpoint)?;
     let push = p.b(Kind::Push)?;
     push.connect(&relay.endpoint())?;
     push.send(b"alive", 0)?;
@@ -141,13 +159,13 @@ fn heartbeat_timeout(p: &Pair, _t: Transport) -> Outcome {
     Ok(())
 }
 
-fn heartbeat_ttl(p: &Pair, _t: Transport) -> Outcome {
+fn heartbeat_ttl(p: &Pair, t: Transport) -> Outcome {
     // A pings with TTL 500 ms; B has no heartbeat of its own and must
     // drop A when nothing comes for 500 ms.
     let pull = p.b(Kind::Pull)?;
     let mon = pull.monitor(event::HANDSHAKE_SUCCEEDED | event::DISCONNECTED)?;
-    let endpoint = pull.bind_any(Transport::Tcp)?;
-    let relay = Relay::start(&endpoint)?;
+    let endpoint = pull.bind_any(t)?;
+    let relay = Relay::start(t, &endpoint)?;
     let push = p.a(Kind::Push)?;
     push.set_heartbeat_ivl(100)?;
     push.set_heartbeat_ttl(500)?;
@@ -163,14 +181,14 @@ fn heartbeat_ttl(p: &Pair, _t: Transport) -> Outcome {
     Ok(())
 }
 
-fn heartbeat_keeps_idle(p: &Pair, _t: Transport) -> Outcome {
+fn heartbeat_keeps_idle(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
     // Timeouts generous enough for a loaded machine; eight PINGs still
     // pass while the connection idles.
     pull.set_heartbeat_ivl(100)?;
     pull.set_heartbeat_timeout(1000)?;
     let mon = pull.monitor(event::DISCONNECTED)?;
-    let endpoint = pull.bind_any(Transport::Tcp)?;
+    let endpoint = pull.bind_any(t)?;
     let push = p.b(Kind::Push)?;
     push.set_heartbeat_ivl(100)?;
     push.set_heartbeat_timeout(1000)?;

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{deadline, link, Outcome, Pair, Scenario, Sides, ALL, INPROC, WIRE};
+use super::{deadline, link, Fabric, Outcome, Pair, Scenario, Sides, ALL, INPROC, WIRE};
 use crate::adapter::{Errno, Kind, Sock, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -14,6 +14,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH to a stalled PULL: DONTWAIT sends reach EAGAIN; nothing sent is lost",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: hwm_push_dontwait_eagain,
         },
         Scenario {
@@ -21,6 +22,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH at the HWM: a blocking send fails with EAGAIN after SNDTIMEO",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: hwm_push_send_times_out,
         },
         Scenario {
@@ -28,6 +30,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "inproc: the limit is the sender's SNDHWM plus the receiver's RCVHWM",
             transports: INPROC,
             sides: Sides::Two,
+            fabric: Fabric::Excluded(super::FABRIC_NOT_INPROC),
             run: hwm_inproc_sum,
         },
         Scenario {
@@ -35,6 +38,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH connected to a missing peer queues exactly SNDHWM messages",
             transports: WIRE,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: hwm_queue_before_connect,
         },
         Scenario {
@@ -42,6 +46,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "after EAGAIN at the HWM, reading frees room and sending resumes",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: hwm_resumes_after_drain,
         },
     ]

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{
-    deadline, link, recv_text, sync_subscriber, Outcome, Pair, Scenario, Sides, ALL, WIRE,
+    deadline, link, recv_text, sync_subscriber, Fabric, Outcome, Pair, Scenario, Sides, ALL, WIRE,
 };
 use crate::adapter::{ipc_endpoint, Ctx, Errno, Fail, Kind, Sock, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
@@ -19,6 +19,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PULL is closed and a new one binds the same endpoint; PUSH's traffic resumes",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: restart_pull,
         },
         Scenario {
@@ -26,6 +27,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUB is closed and a new one binds the same endpoint; SUB resubscribes",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: restart_pub,
         },
         Scenario {
@@ -33,6 +35,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "ROUTER restarts; the DEALER reconnects and is routable by identity again",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: restart_router,
         },
         Scenario {
@@ -40,6 +43,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "RECONNECT_IVL -1: after the peer restarts, no reconnect happens",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: reconnect_ivl_disabled,
         },
         Scenario {
@@ -47,6 +51,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "IMMEDIATE: no queueing to unfinished connections; messages go to the live peer",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: immediate,
         },
         Scenario {
@@ -54,6 +59,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "CONFLATE on PULL: only the newest message is kept",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: conflate,
         },
         Scenario {
@@ -61,6 +67,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "LINGER 0 with undeliverable messages: close and term return at once",
             transports: WIRE,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: linger_zero_close_is_prompt,
         },
         Scenario {
@@ -68,6 +75,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "LINGER > 0: messages sent just before close and term are all delivered",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: linger_flushes,
         },
         Scenario {
@@ -75,6 +83,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "LINGER 300 with an absent peer: term waits about 300 ms, not forever",
             transports: WIRE,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: linger_timeout_bounds_term,
         },
         Scenario {
@@ -82,6 +91,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH unbinds: its accepted connections go too, sends would block",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: unbind_stops_traffic,
         },
         Scenario {
@@ -89,6 +99,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "inproc unbind: the name goes, connections made through it stay",
             transports: super::INPROC,
             sides: Sides::Two,
+            fabric: Fabric::Excluded(super::FABRIC_NOT_INPROC),
             run: inproc_unbind_keeps_connections,
         },
         Scenario {
@@ -96,6 +107,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH disconnects: the pipe goes, DONTWAIT sends are EAGAIN",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: disconnect_stops_traffic,
         },
         Scenario {
@@ -103,25 +115,26 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "terminating the context makes a blocked recv in another thread fail with ETERM",
             transports: ALL,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: ctx_term_unblocks_recv,
         },
     ]
 }
 
-/// An endpoint on `t` nobody listens on (for tcp: a port free a moment
-/// ago).
+/// An endpoint on `t` nobody listens on (for tcp and the fabric: a port
+/// free a moment ago).
 pub(crate) fn absent_endpoint(t: Transport) -> Result<String, String> {
     match t {
-        Transport::Tcp => {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-            let port = probe.local_addr().map_err(|e| e.to_string())?.port();
-            Ok(format!("tcp://127.0.0.1:{port}"))
-        }
         Transport::Ipc => Ok(ipc_endpoint()),
         Transport::Inproc => Ok(format!(
             "inproc://compat-absent-{}",
             crate::adapter::unique()
         )),
+        Transport::Tcp | Transport::OfiTcp | Transport::OfiShm => {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+            let port = probe.local_addr().map_err(|e| e.to_string())?.port();
+            Ok(t.local(&port.to_string()))
+        }
     }
 }
 

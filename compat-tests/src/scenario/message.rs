@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{link, recv_text, show, Outcome, Pair, Scenario, Sides, ALL, WIRE};
+use super::{link, recv_text, show, Fabric, Outcome, Pair, Scenario, Sides, ALL, WIRE};
 use crate::adapter::{poll_readable, proxy, Ctx, Errno, Kind, Sock, Transport, DONTWAIT, SNDMORE};
 use crate::{ensure, ensure_eq};
 
@@ -16,6 +16,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PAIR to PAIR: 100 messages each way, interleaved",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pair_exchange,
         },
         Scenario {
@@ -23,6 +24,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PAIR talks to its first peer only; a second connection gets nothing",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pair_second_peer_ignored,
         },
         Scenario {
@@ -30,6 +32,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "frames (empty, small, 100 KiB) arrive one by one with RCVMORE right",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: multipart_rcvmore,
         },
         Scenario {
@@ -37,6 +40,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "0 B to 16 MiB frames, around the 255/256 and 64 KiB length encodings",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: message_sizes,
         },
         Scenario {
@@ -44,6 +48,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "one 64 MiB message arrives intact",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: message_64mib,
         },
         Scenario {
@@ -51,6 +56,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "MAXMSGSIZE: an oversized message drops the connection and is never delivered",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: maxmsgsize,
         },
         Scenario {
@@ -58,6 +64,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "100 DEALERs on one ROUTER: every one is heard and answered",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: many_peers,
         },
         Scenario {
@@ -65,6 +72,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQs and REPs through a ROUTER-DEALER proxy of side A's library",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: proxy_router_dealer,
         },
         Scenario {
@@ -72,6 +80,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUB and SUB through an XSUB-XPUB proxy; subscriptions travel upstream",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: proxy_xsub_xpub,
         },
         Scenario {
@@ -79,6 +88,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "POLLIN/POLLOUT and ZMQ_EVENTS follow the queue",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: poll_in_out,
         },
         Scenario {
@@ -86,6 +96,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "zmq_poll over three sockets reports the one with a message",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: poll_many_sockets,
         },
         Scenario {
@@ -93,6 +104,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "DONTWAIT on an empty socket is EAGAIN; RCVTIMEO 100 ms times out in time",
             transports: TCP_ONLY,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: recv_timeouts,
         },
         Scenario {
@@ -100,6 +112,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "a new socket's option values are libzmq's defaults",
             transports: TCP_ONLY,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: option_defaults,
         },
         Scenario {
@@ -107,6 +120,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "options read back as set",
             transports: TCP_ONLY,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: option_round_trip,
         },
         Scenario {
@@ -114,6 +128,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "type-specific options on the wrong socket type are EINVAL",
             transports: TCP_ONLY,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: option_wrong_socket_type,
         },
         Scenario {
@@ -121,6 +136,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "routing ids of 1 to 255 bytes are accepted; empty and 256 bytes are EINVAL",
             transports: TCP_ONLY,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: identity_rules,
         },
         Scenario {
@@ -128,6 +144,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "a routing id starting with a zero byte is accepted and routable",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: identity_leading_zero,
         },
     ]
@@ -359,9 +376,9 @@ fn poll_many_sockets(p: &Pair, t: Transport) -> Outcome {
     Ok(())
 }
 
-fn recv_timeouts(p: &Pair, _t: Transport) -> Outcome {
+fn recv_timeouts(p: &Pair, t: Transport) -> Outcome {
     let pull = p.a(Kind::Pull)?;
-    pull.bind_any(Transport::Tcp)?;
+    pull.bind_any(t)?;
     match pull.recv(DONTWAIT) {
         Err(f) if f.is(Errno::EAGAIN) => {}
         other => return Err(format!("DONTWAIT recv: {other:?}, expected EAGAIN")),

@@ -73,6 +73,29 @@ pub enum Sides {
     One,
 }
 
+/// Whether a scenario runs on the fabric transports (`ofi+tcp`,
+/// `ofi+shm`), which exist in the fabriq-fabriq column only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fabric {
+    /// It runs on both fabric transports.
+    Runs,
+    /// It does not apply to the fabric, for this reason (shown in
+    /// docs/compat.md). Scenarios that share a reason share the text.
+    Excluded(&'static str),
+}
+
+/// Why an inproc-only scenario does not run on the fabric.
+pub const FABRIC_NOT_INPROC: &str = "inproc-only behaviour (a connect before the bind, \
+    one pipe shared by both sockets, an endpoint that is a name): a fabric endpoint is a \
+    network connection, like tcp://, and the tcp/ipc counterparts of the scenario run on it";
+/// Why an ipc-only scenario does not run on the fabric.
+pub const FABRIC_NOT_IPC: &str = "checks ipc:// socket files (the ipc://* wildcard names a \
+    path); a fabric endpoint's address is a TCP HOST:PORT, and its wildcard bind is checked \
+    by last_endpoint_tcp_wildcard";
+/// Why a scenario that uses no endpoint does not run on the fabric.
+pub const FABRIC_NO_ENDPOINT: &str = "binds and connects nothing (socket options, or a \
+    socket without peers): a fabric run would repeat its tcp run call for call";
+
 /// One scenario.
 pub struct Scenario {
     /// Unique name (the matrix row).
@@ -80,10 +103,13 @@ pub struct Scenario {
     /// What it checks, one line.
     pub about: &'static str,
     /// The transports it runs on (inproc only where both sides are one
-    /// implementation).
+    /// implementation); the fabric transports are added by `fabric`.
     pub transports: &'static [Transport],
     /// Whether the mixed columns apply.
     pub sides: Sides,
+    /// Whether it also runs on the fabric transports (fabriq-fabriq
+    /// only), or why not.
+    pub fabric: Fabric,
     /// The scenario.
     pub run: fn(&Pair, Transport) -> Outcome,
 }

@@ -1,6 +1,6 @@
 //! Socket monitor events (libzmq's test_monitor).
 
-use super::{recv_text, Outcome, Pair, Scenario, Sides, WIRE};
+use super::{recv_text, Fabric, Outcome, Pair, Scenario, Sides, WIRE};
 use crate::adapter::{event, Kind, Transport};
 use crate::{ensure, ensure_eq};
 
@@ -12,6 +12,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "connecting side: CONNECTED then HANDSHAKE_SUCCEEDED, with the endpoint",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: monitor_connecter_events,
         },
         Scenario {
@@ -19,6 +20,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "binding side: LISTENING, ACCEPTED, HANDSHAKE_SUCCEEDED, with the endpoint",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: monitor_binder_events,
         },
         Scenario {
@@ -26,6 +28,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "peer closes: DISCONNECTED; unbind: CLOSED with the endpoint",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: monitor_disconnected_and_closed,
         },
         Scenario {
@@ -33,6 +36,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "binder closes: the connecter sees DISCONNECTED then CONNECT_RETRIED",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: monitor_peer_gone_connecter,
         },
     ]

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{link, recv_text, sync_subscriber, Outcome, Pair, Scenario, Sides, ALL};
+use super::{link, recv_text, sync_subscriber, Fabric, Outcome, Pair, Scenario, Sides, ALL};
 use crate::adapter::{Kind, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -14,6 +14,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "SUB gets exactly the messages whose first frame starts with a subscription",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pubsub_prefix_filter,
         },
         Scenario {
@@ -21,6 +22,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "three SUBs with different subscriptions each get their own share",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pubsub_multiple_subscribers,
         },
         Scenario {
@@ -28,6 +30,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "after UNSUBSCRIBE the topic no longer arrives; others still do",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pubsub_unsubscribe,
         },
         Scenario {
@@ -35,6 +38,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "filtering looks at the first frame; multipart messages arrive whole",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pubsub_multipart,
         },
         Scenario {
@@ -42,6 +46,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "the roles reversed: SUB binds, PUB connects",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: sub_binds_pub_connects,
         },
         Scenario {
@@ -49,6 +54,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUB without peers: sends succeed at once, DONTWAIT too",
             transports: ALL,
             sides: Sides::One,
+            fabric: Fabric::Runs,
             run: pub_no_subscribers,
         },
         Scenario {
@@ -56,6 +62,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUB with a stalled SUB drops beyond the HWM and never blocks",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pub_hwm_drops,
         },
     ]

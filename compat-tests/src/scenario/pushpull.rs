@@ -2,7 +2,7 @@
 
 use std::thread;
 
-use super::{deadline, link, recv_text, Outcome, Pair, Scenario, Sides, ALL, WIRE};
+use super::{deadline, link, recv_text, Fabric, Outcome, Pair, Scenario, Sides, ALL, WIRE};
 use crate::adapter::{Errno, Kind, Sock, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -14,6 +14,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "1000 messages arrive complete and in order",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: push_pull_in_order,
         },
         Scenario {
@@ -21,6 +22,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "the roles reversed: PULL binds, PUSH connects, 100 messages",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pull_binds_push_connects,
         },
         Scenario {
@@ -28,6 +30,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH connected to three PULLs deals messages out in turn",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: push_round_robin,
         },
         Scenario {
@@ -35,6 +38,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PULL fair-queues two saturating PUSHes (no long runs from one)",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: pull_fair_queue,
         },
         Scenario {
@@ -42,6 +46,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH without peers: DONTWAIT is EAGAIN, a send with SNDTIMEO times out",
             transports: ALL,
             sides: Sides::One,
+            fabric: Fabric::Excluded(super::FABRIC_NO_ENDPOINT),
             run: push_no_peer_eagain,
         },
         Scenario {
@@ -49,6 +54,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "PUSH connects before PULL binds; messages sent meanwhile are not lost",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: push_queues_before_bind,
         },
         Scenario {
@@ -56,6 +62,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "two PUSHes sending multipart messages: frames never interleave",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: push_pull_multipart_atomic,
         },
     ]
@@ -245,16 +252,8 @@ fn push_no_peer_eagain(p: &Pair, _t: Transport) -> Outcome {
 }
 
 fn push_queues_before_bind(p: &Pair, t: Transport) -> Outcome {
-    let endpoint = match t {
-        Transport::Tcp => {
-            // A port that was free a moment ago.
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-            let port = probe.local_addr().map_err(|e| e.to_string())?.port();
-            drop(probe);
-            format!("tcp://127.0.0.1:{port}")
-        }
-        _ => crate::adapter::ipc_endpoint(),
-    };
+    // For tcp and the fabric: a port that was free a moment ago.
+    let endpoint = super::lifecycle::absent_endpoint(t)?;
     let push = p.b(Kind::Push)?;
     push.set_reconnect_ivl(20)?;
     push.connect(&endpoint)?;

@@ -1,7 +1,7 @@
 //! REQ and REP (libzmq's test_spec_req, test_spec_rep, test_req_correlate,
 //! test_req_relaxed).
 
-use super::{link, recv_text, show, Outcome, Pair, Scenario, Sides, ALL, WIRE};
+use super::{link, recv_text, show, Fabric, Outcome, Pair, Scenario, Sides, ALL, WIRE};
 use crate::adapter::{Errno, Kind, Transport, DONTWAIT};
 use crate::{ensure, ensure_eq};
 
@@ -13,6 +13,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ connects to REP; 20 requests and replies, some multipart",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_rep_round_trips,
         },
         Scenario {
@@ -20,6 +21,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ connected to three REPs sends requests to them in turn",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_round_robin,
         },
         Scenario {
@@ -27,6 +29,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ: a second send before the reply, or a recv before a send, is EFSM",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_efsm,
         },
         Scenario {
@@ -34,6 +37,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REP: send before recv, and a second send, are EFSM",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: rep_efsm,
         },
         Scenario {
@@ -41,6 +45,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "two REQs on one REP each get the reply to their own request",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: rep_routes_replies,
         },
         Scenario {
@@ -48,6 +53,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "DEALER to REP: an envelope of two address frames comes back intact",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: rep_envelope,
         },
         Scenario {
@@ -55,6 +61,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ to ROUTER: the request is [id, empty, body]; the reply needs the delimiter",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_envelope,
         },
         Scenario {
@@ -62,6 +69,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ discards a reply without the empty delimiter and takes the next good one",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_drops_malformed_reply,
         },
         Scenario {
@@ -69,6 +77,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REP fair-queues requests from three REQs",
             transports: WIRE,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: rep_fair_queue,
         },
         Scenario {
@@ -76,6 +85,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ_CORRELATE: request id frame; a reply with a wrong id is dropped",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_correlate,
         },
         Scenario {
@@ -83,6 +93,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "REQ_RELAXED+CORRELATE: resend allowed, only the newest reply is delivered",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: req_relaxed,
         },
     ]

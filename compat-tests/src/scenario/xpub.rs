@@ -1,7 +1,7 @@
 //! XPUB and XSUB (libzmq's test_xpub_nodrop, test_xpub_welcome_msg,
 //! test_xpub_verbose, test_xsub_*).
 
-use super::{link, recv_text, sync_subscriber, Outcome, Pair, Scenario, Sides, ALL};
+use super::{link, recv_text, sync_subscriber, Fabric, Outcome, Pair, Scenario, Sides, ALL};
 use crate::adapter::{Kind, Sock, Transport};
 use crate::ensure_eq;
 
@@ -13,6 +13,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "XPUB receives [1,topic] on subscribe and [0,topic] on unsubscribe",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_sees_subscriptions,
         },
         Scenario {
@@ -20,6 +21,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "two SUBs on one topic: XPUB sees it once; unsubscribe when the last leaves",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_filters_duplicates,
         },
         Scenario {
@@ -27,6 +29,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "XPUB_VERBOSE: every subscription is passed on, duplicates too",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_verbose,
         },
         Scenario {
@@ -34,6 +37,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "XSUB sends [1,topic]/[0,topic] frames; PUB filters by them",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xsub_subscribe_frames,
         },
         Scenario {
@@ -41,6 +45,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "XSUB to XPUB: subscription frames up, messages down",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_xsub,
         },
         Scenario {
@@ -48,6 +53,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "XPUB_WELCOME_MSG: each new subscriber gets the welcome message",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_welcome_msg,
         },
         Scenario {
@@ -55,6 +61,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "when a SUB goes away, XPUB receives [0,topic] for its subscriptions",
             transports: ALL,
             sides: Sides::Two,
+            fabric: Fabric::Runs,
             run: xpub_unsubscribe_on_disconnect,
         },
     ]
