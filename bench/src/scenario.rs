@@ -246,8 +246,12 @@ impl FabricVariant {
     pub fn describe(self) -> &'static str {
         match self {
             FabricVariant::Default => "engine defaults (buffered pages, no spinning)",
-            FabricVariant::Unbuffered => "unbuffered: each message sent at once (set_fabric_buffered(false))",
-            FabricVariant::Spin => "spin: blocking calls spin 200 us before sleeping (set_spin_us(200))",
+            FabricVariant::Unbuffered => {
+                "unbuffered: each message sent at once (set_fabric_buffered(false))"
+            }
+            FabricVariant::Spin => {
+                "spin: blocking calls spin 200 us before sleeping (set_spin_us(200))"
+            }
         }
     }
 }

@@ -794,3 +794,43 @@ fn a_spinning_socket_hands_other_sockets_their_pages() {
         assert_eq!(got.unwrap(), b"done", "{provider}");
     }
 }
+
+/// A receiver that holds every page of its pool (zero-copy messages it
+/// keeps) has no receive posted; once it drops them, receives must be
+/// posted again although no completion comes to say so. (Before the fix
+/// the stream stalled for good: unbuffered 64 B messages, one per page, in
+/// the benchmark.)
+#[test]
+fn a_receiver_that_held_its_whole_pool_gets_the_stream_back() {
+    const TOTAL: usize = 72;
+    for provider in ["tcp", "shm"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let pull = socket(&ctx, zmq::PULL);
+        pull.set_fabric_page_count(64).unwrap();
+        let push = socket(&other, zmq::PUSH);
+        push.set_fabric_buffered(false).unwrap();
+        join(provider, &pull, &push);
+        let sender = std::thread::spawn(move || {
+            for i in 0..TOTAL {
+                push.send(&body(i, 64)[..], 0).unwrap();
+            }
+            push
+        });
+        // Unbuffered: one message per page, so 64 kept messages are the
+        // whole pool; the few after them wait in the provider, and
+        // nothing more comes to wake the receiver.
+        let held: Vec<bytes::Bytes> = (0..64).map(|_| pull.recv_zc(0).unwrap()).collect();
+        for (i, m) in held.iter().enumerate() {
+            assert_eq!(m[..], body(i, 64)[..], "{provider}: message {i}");
+        }
+        drop(held);
+        pull.set_rcvtimeo(5000).unwrap();
+        for i in 64..TOTAL {
+            let m = pull.recv_bytes(0).unwrap_or_else(|e| {
+                panic!("{provider}: message {i} after the pool came back: {e}")
+            });
+            assert_eq!(m, body(i, 64), "{provider}: message {i}");
+        }
+        drop(sender.join().unwrap());
+    }
+}

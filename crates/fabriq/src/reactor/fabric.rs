@@ -546,12 +546,21 @@ impl Demux for Node {
     }
 
     fn poll_interval(&self) -> Option<Duration> {
+        let s = self.lock();
+        // Received pages return to the pool when the application drops
+        // their last slice, on its own thread, and nothing wakes us for
+        // that: while fewer receives are posted than should be (the
+        // application holds many pages), poll, so they are posted again
+        // as pages come back. (Without this, a receiver whose pool ran dry
+        // never posted again: unbuffered 64 B messages, one page each,
+        // 1000 in the pipe, stalled the stream.)
+        let starved = s.ep.recvs_posted() < s.posted;
         if self.cq_waitable {
-            return None;
+            return starved.then_some(POLL_EVERY);
         }
         // While a read is in flight nothing rings us for its completion:
         // keep polling.
-        Some(if self.lock().reads > 0 {
+        Some(if s.reads > 0 {
             Duration::ZERO
         } else {
             POLL_EVERY
