@@ -26,8 +26,9 @@
 //! (half the round trip) and `MB/sec` = 2 x ITERS x SIZE / elapsed (both
 //! directions, 1e6 bytes).
 //!
-//! A server or client still running at the deadline is killed (SIGKILL),
-//! and the trial is an error; so is a row whose `#ack` differs from
+//! A server or client still running at the deadline is killed (SIGKILL to
+//! its process group: each is started as the leader of its own), and the
+//! trial is an error; so is a row whose `#ack` differs from
 //! `#sent`.
 
 use std::io::Read;
@@ -260,10 +261,17 @@ impl Proc {
         !self.poll()
     }
 
-    /// Kills the child if it has not been reaped yet, then reaps it.
+    /// Kills the child (its whole process group: it was started as the
+    /// leader of its own) if it has not been reaped yet, then reaps it.
     fn kill(&mut self) {
         if !self.poll() {
-            let _ = self.child.kill();
+            let pgid = self.child.id() as libc::pid_t;
+            // SAFETY: a plain system call; the group is our unreaped
+            // child's own (process_group(0) at spawn), so the id is not
+            // reused while we have not reaped it.
+            if unsafe { libc::kill(-pgid, libc::SIGKILL) } != 0 {
+                let _ = self.child.kill();
+            }
             let end = Instant::now() + Duration::from_secs(5);
             while !self.poll() && Instant::now() < end {
                 std::thread::sleep(Duration::from_millis(2));
@@ -310,7 +318,9 @@ impl Drop for Proc {
 
 fn spawn(exe: &Path, name: &'static str, args: &[String], cpus: &[usize]) -> Result<Proc, String> {
     let mut cmd = Command::new(exe);
+    use std::os::unix::process::CommandExt;
     cmd.args(args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -322,7 +332,6 @@ fn spawn(exe: &Path, name: &'static str, args: &[String], cpus: &[usize]) -> Res
         {
             set.set(c);
         }
-        use std::os::unix::process::CommandExt;
         // SAFETY: the closure runs between fork and exec and only makes
         // the sched_setaffinity system call on a set built before the fork
         // (no allocation, no locks).
@@ -391,6 +400,12 @@ pub fn run(
         let port_n: u16 = port.parse().unwrap_or(0);
         while !listening(port_n) && server.running() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
+        }
+        if server.running() && Instant::now() >= deadline {
+            server.kill();
+            return Err(format!(
+                "{PROGRAM}: deadline passed with the server not listening yet: killed"
+            ));
         }
         if !server.running() {
             let (_, err) = server.output();

@@ -304,3 +304,49 @@ fn fabric_floor_without_fi_pingpong_says_not_installed() {
     assert_eq!(sr.key, "reqrep/ofi+shm/64");
     assert!(sr.trials.iter().all(|t| t.slot != Slot::Pingpong && t.ok));
 }
+
+/// A fi_pingpong that hangs is killed at the trial deadline, and its trial
+/// is a failed trial (not a number, not a hung run).
+#[test]
+fn a_hanging_fi_pingpong_is_killed_at_the_deadline() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = dir.path().join("fi_pingpong");
+    std::fs::write(&fake, "#!/bin/sh\nsleep 1000\n").expect("write fake");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let json = dir.path().join("r.json");
+    let out = Command::new(BIN)
+        .args(["--smoke", "--no-perf", "--no-plots", "--no-calibration"])
+        .args([
+            "--transport",
+            "ofi+shm",
+            "--pattern",
+            "reqrep",
+            "--deadline",
+            "3",
+        ])
+        .arg("--fi-pingpong")
+        .arg(&fake)
+        .arg("--out")
+        .arg(&json)
+        .output()
+        .expect("run fabriq-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed trial fails the run: {stderr}"
+    );
+    assert!(stderr.contains("killed"), "{stderr}");
+    let results = Results::load(&json).expect("results JSON");
+    let p = results.scenarios[0]
+        .trials
+        .iter()
+        .find(|t| t.slot == Slot::Pingpong)
+        .expect("a P trial");
+    assert!(!p.ok && p.metrics.is_none(), "{p:?}");
+    assert!(
+        p.error.as_deref().is_some_and(|e| e.contains("killed")),
+        "{p:?}"
+    );
+}
