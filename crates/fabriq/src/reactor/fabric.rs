@@ -248,6 +248,11 @@ impl Node {
             .map_err(|e| format!("cannot register {pages} pages of {page_size} bytes: {e}"))?;
         let name = ep.name().map_err(|e| e.to_string())?;
         let mut fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
+        if !wait_fds_wake(&info.provider()) {
+            // Its descriptors exist but never become readable: treat it
+            // like a provider without them (doorbell and polling).
+            fds.clear();
+        }
         let cq_waitable = !fds.is_empty();
         let doorbell = if cq_waitable {
             None
@@ -592,11 +597,27 @@ impl Node {
     }
 }
 
+/// Whether a provider's CQ wait descriptors are woken by arriving data.
+/// psm2's are not: it makes no progress while the application sleeps in
+/// epoll (ofiwg/libfabric#4600, closed "won't fix"); psm3 and opx share
+/// its progress model. `provider` is as `fi_info` names it (`a;b` for a
+/// layered one: every layer counts).
+fn wait_fds_wake(provider: &str) -> bool {
+    !provider
+        .split(';')
+        .any(|p| matches!(p, "psm2" | "psm3" | "opx"))
+}
+
 /// A nonblocking datagram socket bound to a unique abstract name.
 fn open_doorbell() -> io::Result<(UnixDatagram, String)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    // The boot id makes the name unique across hosts too: a peer on
+    // another host (psm2, opx) cannot reach it and rings over the control
+    // connection, rather than ringing a same-named socket of its own host.
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     let name = format!(
-        "fabriq-ofi-{}-{}",
+        "fabriq-ofi-{}-{}-{}",
+        boot.trim().get(..8).unwrap_or("0"),
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
@@ -1587,6 +1608,16 @@ mod tests {
         let node = Node::open(Some("shm"), None, &small).expect("a small node");
         node.add(Token(1));
         assert_eq!(node.share(), 4, "a quarter of 16 pages posted");
+    }
+
+    #[test]
+    fn providers_whose_wait_descriptors_never_wake_are_polled() {
+        for p in ["psm2", "psm3", "opx", "psm2;ofi_rxd"] {
+            assert!(!wait_fds_wake(p), "{p}");
+        }
+        for p in ["tcp;ofi_rxm", "verbs;ofi_rxm", "efa", "shm", "sockets"] {
+            assert!(wait_fds_wake(p), "{p}");
+        }
     }
 
     #[test]
