@@ -137,44 +137,13 @@ impl MemoryRegion {
     /// read back. `FI_MR_ENDPOINT` domains are refused (binding is not
     /// implemented; fabriq's hints do not accept such providers).
     pub fn alloc(domain: &Domain, len: usize, access: Access) -> Result<Self> {
-        let mode = domain.inner.mr_mode();
-        if mode.contains(MrMode::ENDPOINT) {
-            return Err(Error::Invalid(format!(
-                "provider {:?} needs FI_MR_ENDPOINT registrations, which fabriq-ofi does not bind",
-                domain.info().provider()
-            )));
-        }
         let buf = RawBuf::new(len)?;
-        let requested_key = if mode.contains(MrMode::PROV_KEY) {
-            0
-        } else {
-            domain.inner.next_key()
-        };
-        let mut ptr = std::ptr::null_mut();
         // SAFETY: buf covers len bytes and outlives the registration (see
-        // Drop); ptr receives a handle we own.
-        let ret = unsafe {
-            sys::fabriq_ofi_mr_reg(
-                domain.inner.ptr.as_ptr(),
-                buf.ptr.as_ptr().cast(),
-                len,
-                access.0,
-                requested_key,
-                &mut ptr,
-            )
-        };
-        sys::check("fi_mr_reg", ret as isize)?;
-        let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_mr_reg returned NULL".into()))?;
-        // SAFETY: ptr is an open registration.
-        let (desc, key) = unsafe {
-            (
-                sys::fabriq_ofi_mr_desc(ptr.as_ptr()),
-                sys::fabriq_ofi_mr_key(ptr.as_ptr()),
-            )
-        };
+        // Drop and the field order).
+        let (ptr, desc, key) = unsafe { register(&domain.inner, buf.ptr.as_ptr(), len, access)? };
         Ok(MemoryRegion {
             ptr,
-            desc: Desc(desc),
+            desc,
             key,
             buf,
             len,

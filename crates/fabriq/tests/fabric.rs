@@ -64,32 +64,8 @@ fn push_pull(provider: &str, count: usize, same_context: bool) {
     let pull = socket(&ctx, zmq::PULL);
     let push = socket(&other, zmq::PUSH);
     join(provider, &pull, &push);
-    let sent: Vec<Vec<u8>> = sizes()
-        .take(count)
-        .enumerate()
-        .map(|(i, n)| body(i, n))
-        .collect();
-    let sender = {
-        let sent = sent.clone();
-        std::thread::spawn(move || {
-            for m in &sent {
-                push.send(&m[..], 0).unwrap();
-            }
-            push
-        })
-    };
-    for (i, want) in sent.iter().enumerate() {
-        let got = pull
-            .recv_bytes(0)
-            .unwrap_or_else(|e| panic!("message {i} of {count}: {e}"));
-        assert!(
-            got == *want,
-            "message {i}: {} bytes, want {}",
-            got.len(),
-            want.len()
-        );
-    }
-    drop(sender.join().unwrap());
+    let msgs = sizes().take(count).enumerate().map(|(i, n)| body(i, n));
+    stream(push, &pull, msgs.collect(), provider);
 }
 
 #[test]
