@@ -214,6 +214,14 @@ impl Queue {
         }
     }
 
+    /// Withdraws the reader's request for a wake-up (the next push will
+    /// not wake it): the reader is about to fill the queue itself, and
+    /// will [`Queue::pop`] again, which asks for one anew if it finds the
+    /// queue empty.
+    pub(crate) fn stop_waiting(&self) {
+        self.lock_shared().reader_waiting = false;
+    }
+
     /// Takes the oldest item. When the queue is empty the reader is
     /// registered for a wake-up on the next push.
     pub(crate) fn pop(&self) -> Option<Item> {
@@ -373,8 +381,18 @@ impl PipeEnd {
 
     /// Asks the connection behind the pipe, if any, to read what the peer
     /// sent on the calling thread. Returns whether anything arrived.
+    ///
+    /// The queue's wake-up is stopped first: what the pull delivers is
+    /// pushed on the caller's thread, which is awake. The caller must look
+    /// at the queue again afterwards ([`Queue::pop`] re-arms the wake-up
+    /// when it finds the queue empty), or it could sleep through a push
+    /// the I/O thread made meanwhile.
     pub(crate) fn pull(&self) -> bool {
-        self.peer_io.as_ref().is_some_and(|p| p.pull(&self.rx))
+        let Some(peer) = self.peer_io.as_ref() else {
+            return false;
+        };
+        self.rx.stop_waiting();
+        peer.pull(&self.rx)
     }
 
     /// Closes our side: the peer's end sees the end of its inbound queue,
@@ -465,6 +483,33 @@ mod loom_models {
             let got = q.pop().is_some();
             writer.join().unwrap();
             if !got {
+                assert!(r.would_wake(), "reader sleeps with an item queued");
+            }
+        });
+    }
+
+    /// A reader that fills its own queue (a pull on the socket's thread)
+    /// withdraws its wake-up first; the look after the pull re-arms it, so
+    /// a push from the I/O thread at any moment is either seen or wakes
+    /// the reader.
+    #[test]
+    fn a_reader_that_pulls_still_sees_or_is_woken_by_every_push() {
+        loom::model(|| {
+            let (r, w) = signals();
+            let q = Queue::new(0, Waker::Socket(r.clone()), Waker::Socket(w));
+            let writer = {
+                let q = q.clone();
+                loom::thread::spawn(move || q.push(item()))
+            };
+            r.clear();
+            let mut got = usize::from(q.pop().is_some());
+            q.stop_waiting();
+            q.push(item()); // what the pull delivered, on this thread
+            while q.pop().is_some() {
+                got += 1;
+            }
+            writer.join().unwrap();
+            if got < 2 {
                 assert!(r.would_wake(), "reader sleeps with an item queued");
             }
         });

@@ -144,11 +144,17 @@ impl Pipes {
         // is: starting at the first pipe every time let one busy peer's
         // connection be read over and over while another's waited for the
         // I/O thread (seen as a run of 185 messages from one DEALER).
+        //
+        // A pull stops the queue's wake-up first (what it delivers is
+        // pushed by this very thread, which needs no eventfd write to
+        // learn of it), so the look after it must re-arm the wake-ups of
+        // every queue it finds empty: it always runs.
         let n = self.list.len();
-        if n <= MAX_PUMPED_PIPES && (0..n).any(|k| self.list[(self.next_in + k) % n].pull()) {
-            return self.pop_next();
+        if n > MAX_PUMPED_PIPES {
+            return None;
         }
-        None
+        let _ = (0..n).any(|k| self.list[(self.next_in + k) % n].pull());
+        self.pop_next()
     }
 
     fn pop_next(&mut self) -> Option<(usize, Item)> {

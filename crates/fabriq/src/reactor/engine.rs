@@ -683,10 +683,15 @@ mod loom_models {
                     engine.read(Some(&inbound), reads, Instant::now());
                 })
             };
-            // The socket: look, read on this thread if it may, then sleep.
+            // The socket: look, read on this thread if it may (with the
+            // queue's wake-up withdrawn, as `PipeEnd::pull` does), look
+            // again (which re-arms it), then sleep.
             s.signal.clear();
-            let got = s.inbound.pop().is_some()
-                || (PeerIo::pull(&*s.link, &s.inbound) && s.inbound.pop().is_some());
+            let got = s.inbound.pop().is_some() || {
+                s.inbound.stop_waiting();
+                let _ = PeerIo::pull(&*s.link, &s.inbound);
+                s.inbound.pop().is_some()
+            };
             session.join().unwrap();
             if !got {
                 assert!(
