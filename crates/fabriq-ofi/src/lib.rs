@@ -72,6 +72,7 @@ pub mod info;
 pub mod mr;
 pub mod paged;
 pub mod pool;
+pub mod shared;
 #[allow(non_camel_case_types, clippy::missing_safety_doc)]
 pub mod sys;
 
@@ -85,6 +86,7 @@ pub use info::{getinfo, runtime_version, Caps, EpType, Hints, Info, MrMode, Prog
 pub use mr::{Access, Desc, Lent, MemoryRegion, ReadBuffer, ReadPool};
 pub use paged::{Event, PagedConfig, PagedEndpoint, PostError, ReadPostError};
 pub use pool::{Page, PagePool};
+pub use shared::SharedCounter;
 
 /// True when this build has libfabric compiled in.
 pub const fn available() -> bool {

@@ -44,6 +44,7 @@ mod reactor;
 mod security;
 mod signal;
 mod socket;
+mod spin;
 mod sync;
 mod topics;
 mod transport;

@@ -12,6 +12,7 @@ use fabriq_zmtp::SocketType;
 use crate::monitor::MonitorSlot;
 use crate::pipe::PipeEnd;
 use crate::signal::Signal;
+use crate::spin::Spin;
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -22,6 +23,8 @@ pub(crate) struct Mailbox {
     /// Pipes handed to the socket and not yet taken in.
     pipes: Mutex<Vec<PipeEnd>>,
     pub monitor: MonitorSlot,
+    /// The socket's spells of spinning, for its fabric engines.
+    pub spin: Arc<Spin>,
 }
 
 impl Mailbox {
@@ -32,6 +35,7 @@ impl Mailbox {
             signal,
             pipes: Mutex::new(Vec::new()),
             monitor: MonitorSlot::default(),
+            spin: Arc::default(),
         }
     }
 

@@ -171,8 +171,11 @@ impl Socket {
             (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
         // With spin_us, the first EAGAIN starts a spell of looking again
         // at once (each look reads the connections on this thread, see
-        // `Pipes::fair_recv`) before the sleeps begin.
+        // `Pipes::fair_recv`) before the sleeps begin. Fabric peers see the
+        // spell (`spin.rs`); it ends when this call does.
         let mut spin_until: Option<Instant> = None;
+        let spin = &self.shared.spin;
+        let _spell = SpellEnd(spin);
         loop {
             // Clear first: anything that happens after this look raises
             // the signal again, so no wake-up is lost.
@@ -190,12 +193,19 @@ impl Socket {
                     if deadline.is_some_and(|d| now >= d) {
                         return err(Error::EAGAIN, "timed out");
                     }
-                    let spin = core.opts.spin_us;
-                    if spin > 0 {
-                        let until = *spin_until
-                            .get_or_insert_with(|| now + Duration::from_micros(spin as u64));
+                    let spin_us = core.opts.spin_us;
+                    if spin_us > 0 {
+                        let until = *spin_until.get_or_insert_with(|| {
+                            spin.begin();
+                            now + Duration::from_micros(spin_us as u64)
+                        });
                         if now < until {
                             std::hint::spin_loop();
+                            continue;
+                        }
+                        // Peers that saw the spell did not ring: look
+                        // once more now that they will.
+                        if spin.end() {
                             continue;
                         }
                     }
@@ -911,5 +921,15 @@ impl Context {
             return err(Error::EINVAL, "STREAM sockets are not supported by fabriq");
         };
         Socket::new(self.clone(), zmtp_type)
+    }
+}
+
+/// Ends the socket's spell of spinning, if one is on, however
+/// `Socket::wait_for` returns.
+struct SpellEnd<'a>(&'a crate::spin::Spin);
+
+impl Drop for SpellEnd<'_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }

@@ -460,6 +460,41 @@ fn spinning_req_rep_round_trips() {
     }
 }
 
+/// While a spinning socket's spell lasts its peers skip the doorbell (shm);
+/// a request that comes after the spell ended must still wake it. The
+/// client waits past the server's short spin before each request, so the
+/// server's spells begin and end around every one.
+#[test]
+fn a_spinner_whose_spell_ended_is_rung_again() {
+    for provider in ["shm", "tcp"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        let rep = socket(&ctx, zmq::REP);
+        let req = socket(&other, zmq::REQ);
+        rep.set_spin_us(20).unwrap();
+        req.set_spin_us(20).unwrap();
+        req.set_rcvtimeo(5000).unwrap();
+        join(provider, &rep, &req);
+        let server = std::thread::spawn(move || {
+            for _ in 0..40 {
+                let m = rep.recv_bytes(0).unwrap();
+                rep.send(&m[..], 0).unwrap();
+            }
+            rep
+        });
+        for i in 0..40usize {
+            // Longer than the spin: the server is asleep when it comes.
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            let m = body(i, 64);
+            req.send(&m[..], 0).unwrap();
+            let got = req
+                .recv_bytes(0)
+                .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
+            assert_eq!(got, m, "{provider} round trip {i}");
+        }
+        drop(server.join().unwrap());
+    }
+}
+
 /// Several peers per socket, from one context: their connections share
 /// both fabric endpoints (one peer address for all), so completions must
 /// be told apart by connection.

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint};
+use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
 use fabriq_zmtp::frame::{encode_header, FrameDecoder};
 use fabriq_zmtp::{Command, Multipart, PeerInfo, Properties, ProtocolError};
 use mio::Token;
@@ -41,6 +41,7 @@ use mio::Token;
 use super::engine::{End, Engine, Input, Pulled, Reads, StreamEngine};
 use crate::options::{FabricOptions, Options};
 use crate::pipe::{Item, Queue};
+use crate::spin::Spin;
 use crate::topics::Topics;
 use crate::transport::{Demux, Poller};
 
@@ -72,6 +73,10 @@ const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
 /// the sender then rings it (a `RING` command on the control connection)
 /// after sending pages, so it does not wait for its next poll.
 const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
+/// With a doorbell: where the peer finds the count of our sockets that
+/// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
+/// id); while it is above zero the peer need not ring (`crate::spin`).
+const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
 /// The control-channel command that returns credits (body: u32, big
 /// endian).
 const CREDIT: &[u8] = b"CREDIT";
@@ -145,6 +150,9 @@ pub(crate) struct Node {
     /// in the abstract namespace that peers on this host ring after they
     /// sent us pages, and its name for READY.
     doorbell: Option<(UnixDatagram, String)>,
+    /// With a doorbell: how many of our sockets spin on this node now
+    /// (peers read it and skip the ring while it is above zero).
+    spinners: Option<Arc<SharedCounter>>,
     /// The socket this node rings its peers' doorbells with.
     ringer: OnceLock<Option<UnixDatagram>>,
     name: Vec<u8>,
@@ -270,6 +278,15 @@ impl Node {
                 }
             }
         };
+        let spinners = doorbell
+            .as_ref()
+            .and_then(|_| match SharedCounter::create() {
+                Ok(c) => Some(Arc::new(c)),
+                Err(e) => {
+                    tracing::debug!("no spinner count ({e}): peers ring every time");
+                    None
+                }
+            });
         let mut state = NodeState {
             ep,
             reads: 0,
@@ -288,6 +305,7 @@ impl Node {
             fds,
             cq_waitable,
             doorbell,
+            spinners,
             ringer: OnceLock::new(),
             name,
             provider: info.provider(),
@@ -608,16 +626,35 @@ fn wait_fds_wake(provider: &str) -> bool {
         .any(|p| matches!(p, "psm2" | "psm3" | "opx"))
 }
 
+/// This host's tag: the first 8 characters of its boot id.
+fn host_tag() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    boot.trim().get(..8).unwrap_or("0").to_string()
+}
+
+/// Maps a peer's count of spinners from its READY value `HOST:PID:FD`, if
+/// it is on this host and lets us (else the peer is rung every time).
+fn open_spinners(at: &str) -> Option<SharedCounter> {
+    let mut parts = at.split(':');
+    let (host, pid, fd) = (parts.next()?, parts.next()?, parts.next()?);
+    if host != host_tag() || parts.next().is_some() {
+        return None;
+    }
+    let (pid, fd) = (pid.parse().ok()?, fd.parse().ok()?);
+    SharedCounter::open(pid, fd)
+        .map_err(|e| tracing::debug!("cannot map the peer's spinner count {at}: {e}"))
+        .ok()
+}
+
 /// A nonblocking datagram socket bound to a unique abstract name.
 fn open_doorbell() -> io::Result<(UnixDatagram, String)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     // The boot id makes the name unique across hosts too: a peer on
     // another host (psm2, opx) cannot reach it and rings over the control
     // connection, rather than ringing a same-named socket of its own host.
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     let name = format!(
         "fabriq-ofi-{}-{}-{}",
-        boot.trim().get(..8).unwrap_or("0"),
+        host_tag(),
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
@@ -652,6 +689,14 @@ pub(crate) struct FabricEngine {
     eager: bool,
     /// Whether the socket spins (its receives read the CQ themselves).
     spins: bool,
+    /// A spinning socket's spells and the node's count of spinners, which
+    /// `pull` raises once per spell (nodes with a doorbell only).
+    spell: Option<(Arc<Spin>, Arc<SharedCounter>)>,
+    /// The spell last counted.
+    counted_spell: u64,
+    /// The peer's count of spinners, mapped read-only (same host only):
+    /// no ring while it is above zero.
+    peer_spinners: Option<SharedCounter>,
     /// The bytes of the frames that did not fit the page being filled, in
     /// order: small encoded headers and the message bodies themselves
     /// (copied once, into pages).
@@ -747,17 +792,23 @@ impl FabricEngine {
             // over the control connection.
             let name = node.doorbell.as_ref().map_or("", |(_, n)| n.as_str());
             props.push((PROP_DOORBELL.into(), Bytes::from(name.to_string())));
+            if let Some(fd) = node.spinners.as_ref().and_then(|c| c.fd()) {
+                let at = format!("{}:{}:{fd}", host_tag(), std::process::id());
+                props.push((PROP_SPINNERS.into(), Bytes::from(at)));
+            }
         }
         props
     }
 
     /// An engine for a connected control stream, with its node (made for
     /// this I/O thread on first use) joined to the poller.
+    #[allow(clippy::too_many_arguments)] // what a connection starts from
     pub(crate) fn start(
         stream: Box<dyn crate::transport::Stream>,
         mut config: fabriq_zmtp::Config,
         provider: Option<&str>,
         opts: &Options,
+        spin: &Arc<Spin>,
         token: Token,
         poller: &mut Poller<'_>,
         now: Instant,
@@ -789,6 +840,10 @@ impl FabricEngine {
         let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
         let mut control = StreamEngine::new(stream, conn, false);
         control.keep_commands(true);
+        let spell = match (&node.spinners, opts.spin_us > 0) {
+            (Some(c), true) => Some((spin.clone(), c.clone())),
+            _ => None,
+        };
         Ok(FabricEngine {
             control,
             node,
@@ -799,6 +854,9 @@ impl FabricEngine {
             fabric,
             eager: opts.spin_us > 0 || !fabric.buffered || lock_step,
             spins: opts.spin_us > 0,
+            spell,
+            counted_spell: 0,
+            peer_spinners: None,
             chunks: VecDeque::new(),
             chunk_bytes: 0,
             scratch: BytesMut::new(),
@@ -863,6 +921,10 @@ impl FabricEngine {
         self.remote = Some(Remote { addr, id });
         self.credits = window;
         self.peer_page = page.min(self.node.page_size);
+        self.peer_spinners = match (&doorbell, props.get(PROP_SPINNERS)) {
+            (Some(_), Some(at)) => open_spinners(&String::from_utf8_lossy(at)),
+            _ => None,
+        };
         self.peer_doorbell = doorbell;
         self.rendezvous = self.node.rma && props.get(PROP_RMA).is_some();
         Ok(())
@@ -1093,6 +1155,11 @@ impl FabricEngine {
     /// since the last ring: one ring for the pages of a turn; the peer has
     /// no wait descriptor to be woken by them.
     fn ring(&mut self) {
+        if self.unrung && self.peer_spinners.as_ref().is_some_and(|c| c.load() > 0) {
+            // A socket of the peer spins on its node and reaps our pages.
+            self.unrung = false;
+            return;
+        }
         if let Some(name) = self.peer_doorbell.as_deref().filter(|_| self.unrung) {
             if (!name.is_empty() && self.node.ring(name))
                 || self.control.send_command(RING, Bytes::new()).is_ok()
@@ -1504,6 +1571,12 @@ impl Engine for FabricEngine {
         // descriptors (tcp;ofi_rxm polls its sockets): there the socket's
         // thread does it only when it spins; the I/O thread is woken by
         // the descriptors anyway. Without them (shm) it is a memory read.
+        if let Some((spin, counter)) = &self.spell {
+            if let Some(spell) = spin.spell().filter(|s| *s != self.counted_spell) {
+                spin.count(counter);
+                self.counted_spell = spell;
+            }
+        }
         let others = (self.spins || !self.node.cq_waitable) && self.node.progress(self.id);
         let mut hand_over = others;
         if let Some(why) = self

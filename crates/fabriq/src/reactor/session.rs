@@ -162,6 +162,7 @@ impl Session {
                     config,
                     provider.as_deref(),
                     &self.opts,
+                    &self.socket.spin,
                     token,
                     poller,
                     now,
