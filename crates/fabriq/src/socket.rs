@@ -175,7 +175,7 @@ impl Socket {
         // spell (`spin.rs`); it ends when this call does.
         let mut spin_until: Option<Instant> = None;
         let spin = &self.shared.spin;
-        let _spell = SpellEnd(spin);
+        let mut spell = SpellEnd(None);
         loop {
             // Clear first: anything that happens after this look raises
             // the signal again, so no wake-up is lost.
@@ -197,6 +197,7 @@ impl Socket {
                     if spin_us > 0 {
                         let until = *spin_until.get_or_insert_with(|| {
                             spin.begin();
+                            spell.0 = Some(spin);
                             now + Duration::from_micros(spin_us as u64)
                         });
                         if now < until {
@@ -926,10 +927,12 @@ impl Context {
 
 /// Ends the socket's spell of spinning, if one is on, however
 /// `Socket::wait_for` returns.
-struct SpellEnd<'a>(&'a crate::spin::Spin);
+struct SpellEnd<'a>(Option<&'a crate::spin::Spin>);
 
 impl Drop for SpellEnd<'_> {
     fn drop(&mut self) {
-        self.0.end();
+        if let Some(spin) = self.0 {
+            spin.end();
+        }
     }
 }
