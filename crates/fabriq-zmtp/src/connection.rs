@@ -420,16 +420,20 @@ impl Connection {
     pub fn recv_buf(&mut self) -> &mut BytesMut {
         self.take_owned_input();
         let want = self.read_size();
-        if self.rx.capacity() - self.rx.len() < want {
+        // Grow only when less than a read chunk is left: growing whenever
+        // the spare room fell short of `want` let the allocator's doubling
+        // overshoot the frame's trusted size.
+        if self.rx.capacity() - self.rx.len() < want.min(self.config.read_chunk) {
             self.rx.reserve(want);
         }
         &mut self.rx
     }
 
     /// How many bytes the next read should ask for: one read chunk, or
-    /// more while a large frame is arriving (never more than what is
-    /// already buffered, so it grows with what the peer really sends).
-    /// [`Connection::recv_buf`] guarantees at least this much spare room.
+    /// the rest of a large frame that is arriving, as far as the decoder
+    /// trusts its announced size (see [`crate::frame::FrameDecoder`]).
+    /// [`Connection::recv_buf`] leaves at least this much spare room, or
+    /// at least a read chunk's worth.
     pub fn read_size(&self) -> usize {
         self.decoder.read_hint(&self.rx, self.config.read_chunk)
     }

@@ -98,13 +98,24 @@ fn parse_header(buf: &[u8]) -> Option<Header> {
     }
 }
 
+/// Frames up to this size (header included) are read into a buffer of
+/// their full size as soon as their header has arrived.
+pub const TRUSTED_FRAME: usize = 1 << 20;
+
+/// Beyond [`TRUSTED_FRAME`], the read buffer of a frame grows to at most
+/// this many times the bytes that have arrived.
+pub const TRUST_FACTOR: usize = 16;
+
 /// Cuts frames out of a read buffer.
 ///
 /// The size limits are checked when a header is parsed, before any memory
-/// is set aside for the body. The decoder never reserves the announced
-/// size up front: [`FrameDecoder::read_hint`] grows the buffer in step with
-/// what has actually arrived, so a peer claiming a 2^64-byte frame costs
-/// nothing until it sends the bytes.
+/// is set aside for the body. The decoder trusts an announced size only
+/// so far: [`FrameDecoder::read_hint`] asks for the whole rest of a frame
+/// of up to [`TRUSTED_FRAME`] bytes at once, and for larger ones at most
+/// [`TRUST_FACTOR`] times what has arrived, so a peer claiming a 2^64-byte
+/// frame gets a buffer of 1 MiB (address space: untouched pages cost no
+/// memory) until it sends the bytes, and a frame that really is large is
+/// read straight into its final buffer, with few regrowths.
 #[derive(Debug, Clone)]
 pub struct FrameDecoder {
     max_data: Option<u64>,
@@ -227,9 +238,16 @@ impl FrameDecoder {
     }
 
     /// How many bytes of spare capacity the read buffer should have before
-    /// the next read. For a partly received large frame this is at most the
-    /// number of bytes already buffered (geometric growth), so memory
-    /// tracks bytes actually received, never the announced size.
+    /// the next read. For a partly received frame larger than `chunk`, the
+    /// rest of it, up to [`TRUSTED_FRAME`] or [`TRUST_FACTOR`] times the
+    /// bytes already buffered, whichever is more: reads then land in the
+    /// frame's final buffer, which grows (and is copied) only for frames
+    /// above 1 MiB, by a factor of 16 each time. The memory a peer can make
+    /// us set aside stays bounded by what it really sent.
+    ///
+    /// (It used to grow by doubling from the first read: a 1 MiB frame was
+    /// copied about twice over on its way in, half the copying of a 1 MiB
+    /// REQ/REP round trip under callgrind.)
     pub fn read_hint(&self, buf: &BytesMut, chunk: usize) -> usize {
         match parse_header(buf) {
             Some(header) => {
@@ -240,7 +258,9 @@ impl FrameDecoder {
                 if missing <= chunk {
                     chunk
                 } else {
-                    missing.min(buf.len().max(chunk))
+                    // The buffer as a whole stays within the trust.
+                    let trusted = TRUSTED_FRAME.max(buf.len().saturating_mul(TRUST_FACTOR));
+                    missing.min(trusted - buf.len().min(trusted)).max(chunk)
                 }
             }
             None => chunk,
@@ -376,14 +396,25 @@ mod tests {
     }
 
     #[test]
-    fn read_hint_grows_geometrically() {
+    fn read_hint_trusts_a_frame_only_as_far_as_its_bytes_arrived() {
         let dec = FrameDecoder::new(None, 1024);
         let mut buf = BytesMut::new();
         buf.put_u8(FLAG_LONG);
         buf.put_u64(u64::MAX);
-        // 9 bytes buffered, huge frame announced: ask for one chunk only.
+        // 9 bytes buffered, a huge frame announced: 1 MiB in all.
+        assert_eq!(dec.read_hint(&buf, 4096), TRUSTED_FRAME - 9);
+        buf.extend_from_slice(&[0; 100_000]);
+        assert_eq!(dec.read_hint(&buf, 4096), 100_009 * (TRUST_FACTOR - 1));
+        // A frame of 300 kB: all of its rest at once.
+        let mut buf = BytesMut::new();
+        buf.put_u8(FLAG_LONG);
+        buf.put_u64(300_000);
+        buf.extend_from_slice(&[0; 5000]);
+        assert_eq!(dec.read_hint(&buf, 4096), 295_000);
+        // Small frames: one chunk.
+        let mut buf = BytesMut::new();
+        buf.put_u8(0);
+        buf.put_u8(200);
         assert_eq!(dec.read_hint(&buf, 4096), 4096);
-        buf.extend_from_slice(&[0; 10_000]);
-        assert_eq!(dec.read_hint(&buf, 4096), 10_009);
     }
 }
