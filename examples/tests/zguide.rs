@@ -176,7 +176,16 @@ fn kill_signal_stops_the_workers() {
     let sink = Proc::start(
         "tasksink2",
         &mut example!("tasksink2"),
-        &["--bind", TCP, "--controller", TCP, "--tasks", "30"],
+        &[
+            "--bind",
+            TCP,
+            "--controller",
+            TCP,
+            "--tasks",
+            "30",
+            "--workers",
+            "3",
+        ],
     );
     let (results, control) = (sink.bound("sink"), sink.bound("controller"));
     let mut ventilator = Proc::start(
