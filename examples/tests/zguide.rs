@@ -704,3 +704,115 @@ fn divide_and_conquer_over_ofi_tcp() {
 fn divide_and_conquer_over_ofi_shm() {
     fabric("shm", "1000");
 }
+
+#[test]
+fn paranoid_pirate_routes_around_a_crashed_worker() {
+    let queue = Proc::start(
+        "ppqueue",
+        &mut example!("ppqueue"),
+        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "100"],
+    );
+    let (frontend, backend) = (queue.bound("frontend"), queue.bound("backend"));
+    let workers: Vec<_> = ["--crash-at", "--steady"]
+        .into_iter()
+        .map(|behaviour| {
+            let mut args = vec!["--connect", &backend, "--heartbeat-ms", "100"];
+            args.extend(["--work-ms", "0", behaviour]);
+            if behaviour == "--crash-at" {
+                args.push("2");
+            }
+            let w = Proc::start("ppworker", &mut example!("ppworker"), &args);
+            w.line_where(|l| l.ends_with("worker ready"));
+            w
+        })
+        .collect();
+    let out = Proc::start(
+        "lpclient",
+        &mut example!("lpclient"),
+        &[
+            "--connect",
+            &frontend,
+            "--count",
+            "10",
+            "--timeout-ms",
+            "500",
+            "--retries",
+            "10",
+        ],
+    )
+    .success();
+    let expected: Vec<String> = (1..=10)
+        .map(|i| format!("I: server replied OK ({i})"))
+        .collect();
+    assert_eq!(out.lines_starting("I: server replied OK"), expected);
+    let mut workers = workers.into_iter();
+    let crashed = workers.next().unwrap().success();
+    assert!(
+        crashed
+            .stdout
+            .iter()
+            .any(|l| l.ends_with("simulating a crash")),
+        "{crashed:#?}"
+    );
+}
+
+#[test]
+fn paranoid_pirate_worker_reconnects_to_a_restarted_queue() {
+    let first = Proc::start(
+        "ppqueue",
+        &mut example!("ppqueue"),
+        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "100"],
+    );
+    let (frontend, backend) = (first.bound("frontend"), first.bound("backend"));
+    let worker = Proc::start(
+        "ppworker",
+        &mut example!("ppworker"),
+        &[
+            "--connect",
+            &backend,
+            "--heartbeat-ms",
+            "100",
+            "--reconnect-ms",
+            "100",
+            "--work-ms",
+            "0",
+            "--steady",
+        ],
+    );
+    worker.line_where(|l| l.ends_with("worker ready"));
+    drop(first); // the queue dies
+    worker.line_where(|l| l.ends_with("heartbeat failure, can't reach queue"));
+    let second = Proc::start(
+        "ppqueue",
+        &mut example!("ppqueue"),
+        &[
+            "--frontend",
+            &frontend,
+            "--backend",
+            &backend,
+            "--heartbeat-ms",
+            "100",
+        ],
+    );
+    assert_eq!(second.bound("frontend"), frontend);
+    let out = Proc::start(
+        "lpclient",
+        &mut example!("lpclient"),
+        &[
+            "--connect",
+            &frontend,
+            "--count",
+            "3",
+            "--timeout-ms",
+            "1000",
+            "--retries",
+            "20",
+        ],
+    )
+    .success();
+    assert_eq!(
+        out.lines_starting("I: server replied OK").len(),
+        3,
+        "{out:#?}"
+    );
+}
