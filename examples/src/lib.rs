@@ -3,7 +3,9 @@
 //! its endpoints and counts as options, with the zguide's values as
 //! defaults), the `bound ENDPOINT` announcement the tests read ports from,
 //! a tiny random number generator (the zguide's `randof`), the `s_dump`
-//! helper, and `kvsimple`, the key-value message of the clone pattern.
+//! helper, `kvsimple`, the key-value message of the clone pattern, and
+//! the Majordomo protocol with its client and worker APIs (`mdp`,
+//! `mdcliapi`, `mdwrkapi`).
 
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -177,6 +179,10 @@ pub fn printable(frame: &[u8]) -> String {
 pub fn random_identity(rng: &mut Rng) -> String {
     format!("{:04X}-{:04X}", rng.below(0x10000), rng.below(0x10000))
 }
+
+pub mod mdcliapi;
+pub mod mdp;
+pub mod mdwrkapi;
 
 pub mod kvsimple {
     //! The clone pattern's key-value message, as the zguide's `kvsimple`

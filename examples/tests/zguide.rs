@@ -816,3 +816,56 @@ fn paranoid_pirate_worker_reconnects_to_a_restarted_queue() {
         "{out:#?}"
     );
 }
+
+#[test]
+fn majordomo_echo_service() {
+    let broker = Proc::start(
+        "mdbroker",
+        &mut example!("mdbroker"),
+        &["--bind", TCP, "--heartbeat-ms", "200"],
+    );
+    let endpoint = broker.bound("");
+    let lookup = |service: &str| {
+        Proc::start(
+            "mmiecho",
+            &mut example!("mmiecho"),
+            &[service, "--connect", &endpoint],
+        )
+        .success()
+        .stdout
+    };
+    assert_eq!(lookup("echo"), ["Lookup echo service: 404"]);
+    let worker = |count: &str| {
+        Proc::start(
+            "mdworker",
+            &mut example!("mdworker"),
+            &[
+                "--connect",
+                &endpoint,
+                "--heartbeat-ms",
+                "200",
+                "--count",
+                count,
+            ],
+        )
+    };
+    let workers = [worker("10"), worker("10")];
+    // Each worker is known once its READY has reached the broker.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while lookup("echo") != ["Lookup echo service: 200"] {
+        assert!(std::time::Instant::now() < deadline, "no echo workers");
+    }
+    let out = Proc::start(
+        "mdclient",
+        &mut example!("mdclient"),
+        &["--connect", &endpoint, "--count", "20"],
+    )
+    .success();
+    assert_eq!(out.stdout, ["20 requests/replies processed"]);
+    // Between them the workers served all 20, 10 each (each stops after
+    // its 10th).
+    for w in workers {
+        assert_eq!(w.success().stdout, ["10 requests served"]);
+    }
+    assert_eq!(lookup("mmi.nosuch"), ["Lookup mmi.nosuch service: 404"]);
+}
