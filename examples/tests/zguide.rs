@@ -869,3 +869,114 @@ fn majordomo_echo_service() {
     }
     assert_eq!(lookup("mmi.nosuch"), ["Lookup mmi.nosuch service: 404"]);
 }
+
+#[test]
+fn espresso_captures_both_directions_of_a_proxy() {
+    let out = Proc::start(
+        "espresso",
+        &mut example!("espresso"),
+        &["--count", "5", "--interval-ms", "1"],
+    )
+    .success();
+    assert!(out.has_line("subscriber received 5 messages"), "{out:#?}");
+    // Upstream: the two subscriptions, 0x01 then the topic.
+    assert!(out.has_line("captured [002] 0141"), "{out:#?}");
+    assert!(out.has_line("captured [002] 0142"), "{out:#?}");
+    // Downstream: the publisher's messages, "X-NNNNN".
+    let messages = out
+        .stdout
+        .iter()
+        .filter(|l| l.starts_with("captured [007] "))
+        .count();
+    assert!(messages >= 5, "{out:#?}");
+}
+
+#[test]
+fn last_value_cache_answers_a_late_subscriber() {
+    let cache = Proc::start(
+        "lvcache",
+        &mut example!("lvcache"),
+        &["--frontend", TCP, "--backend", TCP],
+    );
+    let (frontend, backend) = (cache.bound("frontend"), cache.bound("backend"));
+    let publisher = Proc::start(
+        "pathopub",
+        &mut example!("pathopub"),
+        &[
+            "--connect",
+            &frontend,
+            "--topics",
+            "10",
+            "--interval-ms",
+            "1",
+        ],
+    );
+    // Once the cache holds all ten topics the publisher goes away ...
+    for _ in 0..10 {
+        cache.line_where(|l| l.starts_with("I: caching topic "));
+    }
+    drop(publisher);
+    // ... and subscribers still get each topic's last value, from the cache.
+    for topic in ["003", "007", "007"] {
+        let out = Proc::start(
+            "pathosub",
+            &mut example!("pathosub"),
+            &[topic, "--connect", &backend, "--count", "1"],
+        )
+        .success();
+        assert!(
+            out.has_line("Save Roger") || out.has_line("Off with his head!"),
+            "{out:#?}"
+        );
+    }
+}
+
+#[test]
+fn freelance_client_fails_over_to_a_live_server() {
+    // A port the system just handed out and took back: nothing listens.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("tcp://127.0.0.1:{}", listener.local_addr().unwrap().port())
+    };
+    let server = Proc::start(
+        "flserver1",
+        &mut example!("flserver1"),
+        &[TCP, "--count", "1"],
+    );
+    let live = server.bound("");
+    let out = Proc::start(
+        "flclient1",
+        &mut example!("flclient1"),
+        &[&dead, &live, "--timeout-ms", "300"],
+    )
+    .success();
+    assert_eq!(
+        out.stdout,
+        [
+            format!("I: trying echo service at {dead}..."),
+            format!("I: trying echo service at {live}..."),
+            "Service is running OK".to_string(),
+        ]
+    );
+    server.success();
+    // With only the dead one, it gives up after its retries.
+    let out = Proc::start(
+        "flclient1",
+        &mut example!("flclient1"),
+        &[&dead, "--timeout-ms", "100", "--retries", "2"],
+    )
+    .finish();
+    assert!(!out.status.success());
+    assert_eq!(out.lines_starting("I: trying").len(), 2);
+    assert!(out.has_line("E: no service available"));
+}
+
+#[test]
+fn round_trips_synchronous_and_asynchronous() {
+    let out = Proc::start("tripping", &mut example!("tripping"), &["--count", "200"]).success();
+    let rates = out.lines_starting(" ");
+    assert_eq!(rates.len(), 2, "{out:#?}");
+    for rate in rates {
+        assert!(rate.ends_with(" calls/second"), "{rate}");
+    }
+}
