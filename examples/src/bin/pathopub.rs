@@ -32,14 +32,14 @@ fn main() -> Result<(), zmq::Error> {
     // sleeps a second here; updates sent before then are simply lost,
     // which a last value cache makes up for)
     for topic_nbr in 0..topics {
-        publisher.send(&format!("{topic_nbr:03}"), zmq::SNDMORE)?;
+        publisher.send(format!("{topic_nbr:03}"), zmq::SNDMORE)?;
         publisher.send("Save Roger", 0)?;
     }
     // Send one random update per interval
     let mut rng = Rng::new();
     for _ in rounds(args.count()) {
         thread::sleep(interval);
-        publisher.send(&format!("{:03}", rng.below(topics)), zmq::SNDMORE)?;
+        publisher.send(format!("{:03}", rng.below(topics)), zmq::SNDMORE)?;
         publisher.send("Off with his head!", 0)?;
     }
     Ok(())
