@@ -710,13 +710,13 @@ fn paranoid_pirate_routes_around_a_crashed_worker() {
     let queue = Proc::start(
         "ppqueue",
         &mut example!("ppqueue"),
-        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "100"],
+        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "250"],
     );
     let (frontend, backend) = (queue.bound("frontend"), queue.bound("backend"));
     let workers: Vec<_> = ["--crash-at", "--steady"]
         .into_iter()
         .map(|behaviour| {
-            let mut args = vec!["--connect", &backend, "--heartbeat-ms", "100"];
+            let mut args = vec!["--connect", &backend, "--heartbeat-ms", "250"];
             args.extend(["--work-ms", "0", behaviour]);
             if behaviour == "--crash-at" {
                 args.push("2");
@@ -761,7 +761,7 @@ fn paranoid_pirate_worker_reconnects_to_a_restarted_queue() {
     let first = Proc::start(
         "ppqueue",
         &mut example!("ppqueue"),
-        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "100"],
+        &["--frontend", TCP, "--backend", TCP, "--heartbeat-ms", "250"],
     );
     let (frontend, backend) = (first.bound("frontend"), first.bound("backend"));
     let worker = Proc::start(
@@ -771,7 +771,7 @@ fn paranoid_pirate_worker_reconnects_to_a_restarted_queue() {
             "--connect",
             &backend,
             "--heartbeat-ms",
-            "100",
+            "250",
             "--reconnect-ms",
             "100",
             "--work-ms",
@@ -791,7 +791,7 @@ fn paranoid_pirate_worker_reconnects_to_a_restarted_queue() {
             "--backend",
             &backend,
             "--heartbeat-ms",
-            "100",
+            "250",
         ],
     );
     assert_eq!(second.bound("frontend"), frontend);
@@ -822,7 +822,7 @@ fn majordomo_echo_service() {
     let broker = Proc::start(
         "mdbroker",
         &mut example!("mdbroker"),
-        &["--bind", TCP, "--heartbeat-ms", "200"],
+        &["--bind", TCP, "--heartbeat-ms", "1000"],
     );
     let endpoint = broker.bound("");
     let lookup = |service: &str| {
@@ -843,7 +843,7 @@ fn majordomo_echo_service() {
                 "--connect",
                 &endpoint,
                 "--heartbeat-ms",
-                "200",
+                "1000",
                 "--count",
                 count,
             ],
@@ -879,15 +879,20 @@ fn espresso_captures_both_directions_of_a_proxy() {
     )
     .success();
     assert!(out.has_line("subscriber received 5 messages"), "{out:#?}");
-    // Upstream: the two subscriptions, 0x01 then the topic.
-    assert!(out.has_line("captured [002] 0141"), "{out:#?}");
-    assert!(out.has_line("captured [002] 0142"), "{out:#?}");
-    // Downstream: the publisher's messages, "X-NNNNN".
-    let messages = out
-        .stdout
-        .iter()
-        .filter(|l| l.starts_with("captured [007] "))
-        .count();
+    // The listener saw both directions, in order: upstream a subscription
+    // (0x01 then the topic, "0141" for A), then downstream the messages on
+    // that topic ("A-NNNNN").
+    let mut subscribed = Vec::new();
+    let mut messages = 0;
+    for line in &out.stdout {
+        if let Some(topic) = line.strip_prefix("captured [002] 01") {
+            subscribed.push(if topic == "41" { 'A' } else { 'B' });
+        } else if let Some(msg) = line.strip_prefix("captured [007] ") {
+            let topic = msg.chars().next().unwrap();
+            assert!(subscribed.contains(&topic), "{msg} before its subscription");
+            messages += 1;
+        }
+    }
     assert!(messages >= 5, "{out:#?}");
 }
 

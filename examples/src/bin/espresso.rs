@@ -46,12 +46,19 @@ fn subscriber_thread(context: zmq::Context, count: Option<u64>) -> zmq::Result<u
 }
 
 /// The listener receives all messages flowing through the proxy, on its
-/// pipe. Here, the pipe is a PAIR socket on inproc.
-fn listener_thread(pipe: zmq::Socket) -> zmq::Result<()> {
-    loop {
+/// pipe. Here, the pipe is a PAIR socket on inproc. With a count, it stops
+/// once it has seen that many published messages (the proxy copies each to
+/// the pipe before forwarding it, so it sees all that the subscriber got).
+fn listener_thread(pipe: zmq::Socket, count: Option<u64>) -> zmq::Result<()> {
+    let mut published = 0;
+    while count.map_or(true, |n| published < n) {
         let frame = pipe.recv_bytes(0)?;
         println!("captured [{:03}] {}", frame.len(), printable(&frame));
+        if frame.get(1) == Some(&b'-') {
+            published += 1;
+        }
     }
+    Ok(())
 }
 
 fn main() -> Result<(), zmq::Error> {
@@ -71,16 +78,17 @@ fn main() -> Result<(), zmq::Error> {
     listener.bind("inproc://espresso-listener")?;
     let pipe = context.socket(zmq::PAIR)?;
     pipe.connect("inproc://espresso-listener")?;
-    thread::spawn(move || listener_thread(pipe));
+    let count = args.count();
+    let listener_done = thread::spawn(move || listener_thread(pipe, count));
 
     let ctx = context.clone();
-    let count = args.count();
     let subscriber_done = thread::spawn(move || subscriber_thread(ctx, count));
 
     // The proxy runs in its own thread, copying everything to the listener
     thread::spawn(move || zmq::proxy_with_capture(&subscriber, &publisher, &listener));
 
     let received = subscriber_done.join().expect("the subscriber panicked")?;
+    listener_done.join().expect("the listener panicked")?;
     println!("subscriber received {received} messages");
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Handling Ctrl-C cleanly (zguide ch. 2, interrupt).
 //!
-//! A REP server blocked in recv. On SIGINT or SIGTERM the handler
+//! A REP server blocked in recv. On SIGINT (Ctrl-C) the handler
 //! terminates the context (as `zmq_ctx_term` from another thread does):
 //! the blocked call returns ETERM, and the server closes its socket and
 //! exits normally.
