@@ -99,6 +99,9 @@ fn weather_update_server_and_clients_over_tcp_and_ipc() {
             .to_string();
         assert!((-80..135).contains(&average(&line)), "{line}");
     }
+    // The killed server leaves its socket file behind.
+    drop(server);
+    let _ = std::fs::remove_file(ipc.trim_start_matches("ipc://"));
 }
 
 #[test]
@@ -984,4 +987,63 @@ fn round_trips_synchronous_and_asynchronous() {
     for rate in rates {
         assert!(rate.ends_with(" calls/second"), "{rate}");
     }
+}
+
+/// A fresh ipc endpoint name for this process: the Freelance model three
+/// server is addressed by the endpoint it was given, so the test chooses
+/// it (no port to read back).
+fn unique_ipc(name: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "fabriq-zguide-{name}-{}-{n}.ipc",
+        std::process::id()
+    ));
+    format!("ipc://{}", path.display())
+}
+
+#[test]
+fn freelance_model_three_uses_the_server_that_answers_pings() {
+    let (dead, live) = (unique_ipc("fl3-dead"), unique_ipc("fl3-live"));
+    let server = Proc::start(
+        "flserver3",
+        &mut example!("flserver3"),
+        &["--bind", &live, "--identity", &live],
+    );
+    assert_eq!(server.bound(""), live);
+    let out = Proc::start(
+        "flclient3",
+        &mut example!("flclient3"),
+        &[&dead, &live, "--count", "50", "--ping-ms", "100"],
+    )
+    .success();
+    assert_eq!(
+        out.lines_starting("Average round trip cost: ").len(),
+        1,
+        "{out:#?}"
+    );
+    // With no server at all, the first request times out.
+    let out = Proc::start(
+        "flclient3",
+        &mut example!("flclient3"),
+        &[
+            &dead,
+            "--count",
+            "1",
+            "--ping-ms",
+            "100",
+            "--timeout-ms",
+            "300",
+        ],
+    )
+    .finish();
+    assert!(!out.status.success());
+    assert!(
+        out.has_line("E: name service not available, aborting"),
+        "{out:#?}"
+    );
+    // The killed server leaves its socket file behind.
+    drop(server);
+    let _ = std::fs::remove_file(live.trim_start_matches("ipc://"));
 }
