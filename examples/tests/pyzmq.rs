@@ -240,3 +240,59 @@ while time.time() < end:
     .success();
     assert_eq!(out.stdout, vec!["[B] We would like to see this"; 5]);
 }
+
+#[test]
+fn lpclient_survives_a_pyzmq_lpserver_crash_and_restart() {
+    // The zguide's Python lpserver, its crash scripted: it exits without
+    // replying to request number argv[2] (0: never).
+    let lpserver = r#"
+crash_at = int(sys.argv[2])
+s = sock(zmq.REP)
+if sys.argv[1] == "*":
+    bind(s)
+else:
+    s.bind(sys.argv[1])
+    print(f"bound {sys.argv[1]}", file=sys.stderr, flush=True)
+cycles = 0
+while True:
+    try:
+        request = s.recv()
+    except zmq.Again:
+        break
+    cycles += 1
+    if cycles == crash_at:
+        print("I: simulating a crash", flush=True)
+        break
+    print(f"I: normal request ({request.decode()})", flush=True)
+    s.send(request)
+"#;
+    let first = Proc::start("pyzmq lpserver", &mut python(lpserver), &["*", "3"]);
+    let endpoint = first.bound("");
+    let client = Proc::start(
+        "lpclient",
+        &mut example!("lpclient"),
+        &[
+            "--connect",
+            &endpoint,
+            "--count",
+            "6",
+            "--timeout-ms",
+            "300",
+            "--retries",
+            "50",
+        ],
+    );
+    let crashed = first.success();
+    assert!(crashed.has_line("I: simulating a crash"), "{crashed:#?}");
+    let second = Proc::start("pyzmq lpserver", &mut python(lpserver), &[&endpoint, "0"]);
+    assert_eq!(second.bound(""), endpoint);
+    let out = client.success();
+    let expected: Vec<String> = (1..=6)
+        .map(|i| format!("I: server replied OK ({i})"))
+        .collect();
+    assert_eq!(out.lines_starting("I: server replied OK"), expected);
+    assert!(
+        out.has_line("W: no response from server, retrying..."),
+        "{out:#?}"
+    );
+}
