@@ -1047,3 +1047,57 @@ fn freelance_model_three_uses_the_server_that_answers_pings() {
     drop(server);
     let _ = std::fs::remove_file(live.trim_start_matches("ipc://"));
 }
+
+#[test]
+fn clone_model_two_snapshot_then_updates_without_gaps() {
+    let server = Proc::start(
+        "clonesrv2",
+        &mut example!("clonesrv2"),
+        &[
+            "--snapshot",
+            TCP,
+            "--publisher",
+            TCP,
+            "--interval-ms",
+            "1",
+            "--keys",
+            "100",
+        ],
+    );
+    let (snapshot, publisher) = (server.bound("snapshot"), server.bound("publisher"));
+    let client = || {
+        Proc::start(
+            "clonecli2",
+            &mut example!("clonecli2"),
+            &[
+                "--snapshot",
+                &snapshot,
+                "--subscriber",
+                &publisher,
+                "--count",
+                "50",
+            ],
+        )
+        .success()
+    };
+    let first = client();
+    let second = client();
+    for out in [&first, &second] {
+        assert!(out.lines_starting("E:").is_empty(), "{out:#?}");
+        let applied = out.lines_starting("50 updates applied, last sequence ");
+        assert_eq!(applied.len(), 1, "{out:#?}");
+    }
+    // The second client started after the first had seen 50 updates: its
+    // snapshot holds some state, and is later than the first's.
+    let snapshot_at = |out: &common::Finished| -> u64 {
+        let line = out.lines_starting("Received snapshot=").pop().unwrap();
+        line["Received snapshot=".len()..].parse().unwrap()
+    };
+    assert!(snapshot_at(&second) >= snapshot_at(&first) + 50);
+    let keys = second
+        .lines_starting("")
+        .into_iter()
+        .find(|l| l.ends_with(" keys in the snapshot"));
+    let keys: usize = keys.unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..=100).contains(&keys), "{second:#?}");
+}

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -88,6 +90,8 @@ pub struct Proc {
     stdin: Option<ChildStdin>,
     stdout: Lines,
     stderr: Lines,
+    /// The stderr lines `bound` has returned.
+    claimed: RefCell<HashSet<usize>>,
 }
 
 /// What a process printed, once it has exited.
@@ -129,6 +133,7 @@ impl Proc {
             stdin: child.stdin.take(),
             stdout: Lines::read(child.stdout.take().expect("stdout is piped")),
             stderr: Lines::read(child.stderr.take().expect("stderr is piped")),
+            claimed: RefCell::new(HashSet::new()),
             child,
         }
     }
@@ -145,18 +150,32 @@ impl Proc {
     }
 
     /// The endpoint of the `bound [LABEL ]ENDPOINT` line the example
-    /// prints on stderr after a bind.
+    /// prints on stderr after a bind (in whatever order the binds came;
+    /// each line is returned once, so two unlabelled binds give their
+    /// endpoints in turn).
     pub fn bound(&self, label: &str) -> String {
         let prefix = if label.is_empty() {
             "bound ".to_string()
         } else {
             format!("bound {label} ")
         };
-        let line = self
-            .stderr
-            .find(WAIT, |l| l.starts_with(&prefix))
-            .unwrap_or_else(|| panic!("no {prefix:?} line within {WAIT:?}\n{}", self.log()));
-        line[prefix.len()..].trim().to_string()
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let lines = self.stderr.all();
+            let mut claimed = self.claimed.borrow_mut();
+            let found =
+                (0..lines.len()).find(|i| !claimed.contains(i) && lines[*i].starts_with(&prefix));
+            if let Some(i) = found {
+                claimed.insert(i);
+                return lines[i][prefix.len()..].trim().to_string();
+            }
+            drop(claimed);
+            // Wait for the next line (it is in `all()` by then).
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.stderr.rx.recv_timeout(left).is_err() {
+                panic!("no {prefix:?} line within {WAIT:?}\n{}", self.log());
+            }
+        }
     }
 
     /// The next stdout line that `pred` accepts (waiting at most `WAIT`).
