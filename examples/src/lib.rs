@@ -61,10 +61,10 @@ impl Args {
         self.number("count")
     }
 
-    /// Whether `--name` was given.
+    /// Whether `--name` (or `-name`, as the zguide's `-v`) was given.
     pub fn flag(&self, name: &str) -> bool {
-        let flag = format!("--{name}");
-        self.args.contains(&flag)
+        let (long, short) = (format!("--{name}"), format!("-{name}"));
+        self.args.iter().any(|a| *a == long || *a == short)
     }
 
     /// The `n`th argument that is not an option or an option's value.
@@ -76,6 +76,8 @@ impl Args {
                 // An option followed by a value that is not itself an option.
                 let has_value = self.args.get(i + 1).is_some_and(|v| !v.starts_with("--"));
                 i += if has_value { 2 } else { 1 };
+            } else if self.args[i].starts_with('-') {
+                i += 1; // a short flag such as -v
             } else {
                 rest.push(self.args[i].as_str());
                 i += 1;
@@ -241,6 +243,7 @@ mod tests {
             "--bind",
             "tcp://*:1",
             "10001 ",
+            "-v",
             "--flag",
             "--bind",
             "ipc://x",
@@ -250,6 +253,8 @@ mod tests {
         assert_eq!(a.positional(0), Some("10001 "));
         assert_eq!(a.positional(1), None);
         assert!(a.flag("flag"));
+        assert!(a.flag("v"));
+        assert!(!a.flag("steady"));
         assert_eq!(a.count(), None);
         assert_eq!(args(&["--count", "7"]).count(), Some(7));
     }
