@@ -26,7 +26,11 @@ pub struct Context {
 }
 
 pub(crate) struct ContextInner {
-    reactor: OnceLock<Reactor>,
+    /// The I/O threads, `io_threads` of them, started on first use.
+    reactors: OnceLock<Vec<Reactor>>,
+    /// Held while the I/O threads start, so racing first uses start them
+    /// once.
+    starting: Mutex<()>,
     pub(crate) inproc: Registry,
     terminated: AtomicBool,
     open_sockets: Mutex<usize>,
@@ -57,7 +61,8 @@ impl Context {
     pub fn new() -> Context {
         Context {
             inner: Arc::new(ContextInner {
-                reactor: OnceLock::new(),
+                reactors: OnceLock::new(),
+                starting: Mutex::new(()),
                 inproc: Registry::default(),
                 terminated: AtomicBool::new(false),
                 open_sockets: Mutex::new(0),
@@ -68,13 +73,25 @@ impl Context {
         }
     }
 
-    /// Number of I/O threads (always 1 in this release).
+    /// Number of I/O threads (1 unless set).
     pub fn get_io_threads(&self) -> Result<i32> {
         Ok(self.inner.io_threads.load(Ordering::Relaxed) as i32)
     }
 
-    /// Sets the number of I/O threads. Values above 1 are accepted and
-    /// recorded, but one thread serves all sockets in this release.
+    /// Sets the number of I/O threads the context starts when its first
+    /// socket binds or connects over tcp, ipc or a fabric (later changes
+    /// have no effect, as in libzmq). Each bind and connect goes to the
+    /// least loaded thread (fewest listeners and connections); the
+    /// connections a listener accepts stay on its thread. 0 is allowed for
+    /// a context that only uses inproc: a tcp or ipc bind or connect then
+    /// fails with EMTHREAD, as in libzmq.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// ctx.set_io_threads(2).unwrap();
+    /// assert_eq!(ctx.get_io_threads().unwrap(), 2);
+    /// assert!(ctx.set_io_threads(-1).is_err());
+    /// ```
     pub fn set_io_threads(&self, value: i32) -> Result<()> {
         if value < 0 {
             return err(Error::EINVAL, "io_threads must not be negative");
@@ -106,7 +123,7 @@ impl Context {
                 .unwrap_or_else(|p| p.into_inner());
         }
         drop(open);
-        if let Some(r) = self.inner.reactor.get() {
+        for r in self.reactors_started() {
             r.shutdown_and_wait();
         }
         Ok(())
@@ -116,15 +133,49 @@ impl Context {
         self.inner.terminated.load(Ordering::Acquire)
     }
 
-    /// The I/O thread, started on first use.
-    pub(crate) fn reactor(&self) -> Result<&Reactor> {
-        if let Some(r) = self.inner.reactor.get() {
+    /// The I/O threads, started on first use.
+    fn reactors(&self) -> Result<&[Reactor]> {
+        if let Some(r) = self.inner.reactors.get() {
             return Ok(r);
         }
-        let r = Reactor::start().map_err(|e| {
-            crate::error::fail(Error::EMTHREAD, format!("cannot start the I/O thread: {e}"))
-        })?;
-        Ok(self.inner.reactor.get_or_init(|| r))
+        let _starting = self
+            .inner
+            .starting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = self.inner.reactors.get() {
+            return Ok(r);
+        }
+        let n = self.inner.io_threads.load(Ordering::Relaxed);
+        let started = (0..n)
+            .map(|i| Reactor::start(if n == 1 { 0 } else { i + 1 }))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| {
+                crate::error::fail(Error::EMTHREAD, format!("cannot start an I/O thread: {e}"))
+            })?;
+        Ok(self.inner.reactors.get_or_init(|| started))
+    }
+
+    /// The least loaded I/O thread and its index, for a new bind or
+    /// connect.
+    pub(crate) fn reactor(&self) -> Result<(usize, &Reactor)> {
+        self.reactors()?
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, r)| r.load())
+            .ok_or_else(|| {
+                crate::error::fail(
+                    Error::EMTHREAD,
+                    "io_threads is 0: this context has no I/O thread for tcp, ipc or fabric endpoints",
+                )
+            })
+    }
+
+    /// The I/O thread `index` (as [`Context::reactor`] returned it).
+    pub(crate) fn reactor_at(&self, index: usize) -> Result<&Reactor> {
+        self.reactors()?
+            .get(index)
+            .ok_or_else(|| crate::error::fail(Error::EMTHREAD, "no such I/O thread"))
     }
 
     /// A context whose I/O loop is `reactor`, not started on a thread (the
@@ -132,13 +183,13 @@ impl Context {
     #[cfg(test)]
     pub(crate) fn with_reactor(reactor: Reactor) -> Context {
         let ctx = Context::new();
-        let _ = ctx.inner.reactor.set(reactor);
+        let _ = ctx.inner.reactors.set(vec![reactor]);
         ctx
     }
 
-    /// The I/O thread if it was ever started.
-    pub(crate) fn reactor_started(&self) -> Option<&Reactor> {
-        self.inner.reactor.get()
+    /// The I/O threads if they were ever started.
+    pub(crate) fn reactors_started(&self) -> &[Reactor] {
+        self.inner.reactors.get().map_or(&[], |r| r.as_slice())
     }
 
     pub(crate) fn socket_opened(&self, id: u64, signal: Arc<crate::signal::Signal>) {
@@ -174,8 +225,74 @@ impl Drop for ContextInner {
     fn drop(&mut self) {
         // The last handle is gone, so every socket is closed: let the I/O
         // thread finish lingering sessions and exit.
-        if let Some(r) = self.reactor.get() {
+        for r in self.reactors.get().into_iter().flatten() {
             r.shutdown_and_wait();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The names of this process's threads.
+    fn thread_names() -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .collect()
+    }
+
+    /// Binds and connects go to the least loaded I/O thread: with three,
+    /// three endpoints land on one each, and messages flow on all.
+    #[test]
+    fn each_bind_and_connect_goes_to_the_least_loaded_io_thread() {
+        let ctx = Context::new();
+        ctx.set_io_threads(3).unwrap();
+        let pull = ctx.socket(crate::PULL).unwrap();
+        pull.bind("tcp://127.0.0.1:*").unwrap();
+        let ep = pull.get_last_endpoint().unwrap().unwrap();
+        let loads = |ctx: &Context| -> Vec<usize> {
+            ctx.reactors_started().iter().map(Reactor::load).collect()
+        };
+        assert_eq!(loads(&ctx).iter().sum::<usize>(), 1, "{:?}", loads(&ctx));
+        let pushes: Vec<_> = (0..2)
+            .map(|_| {
+                let push = ctx.socket(crate::PUSH).unwrap();
+                push.connect(&ep).unwrap();
+                push
+            })
+            .collect();
+        // Each connect went where nothing was yet. (Accepted connections
+        // then join the listener's thread, so loads are at least 1 each.)
+        assert!(loads(&ctx).iter().all(|l| *l >= 1), "{:?}", loads(&ctx));
+        pull.set_rcvtimeo(5000).unwrap();
+        for (i, push) in pushes.iter().enumerate() {
+            push.send(format!("from {i}").as_str(), 0).unwrap();
+        }
+        let mut got: Vec<Vec<u8>> = (0..2).map(|_| pull.recv_bytes(0).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, [b"from 0".to_vec(), b"from 1".to_vec()]);
+        // (A thread names itself when it first runs: by now all have, as
+        // each served a connection.)
+        let names = thread_names();
+        for n in ["fabriq-io-1", "fabriq-io-2", "fabriq-io-3"] {
+            assert!(names.iter().any(|t| t == n), "{n} in {names:?}");
+        }
+    }
+
+    #[test]
+    fn without_io_threads_only_inproc_works() {
+        let ctx = Context::new();
+        ctx.set_io_threads(0).unwrap();
+        let s = ctx.socket(crate::PULL).unwrap();
+        assert_eq!(s.bind("tcp://127.0.0.1:*"), Err(Error::EMTHREAD));
+        assert_eq!(s.connect("ipc://@fabriq-no-io"), Err(Error::EMTHREAD));
+        s.bind("inproc://fabriq-no-io").unwrap();
+        let p = ctx.socket(crate::PUSH).unwrap();
+        p.connect("inproc://fabriq-no-io").unwrap();
+        p.send("x", 0).unwrap();
+        assert_eq!(s.recv_bytes(0).unwrap(), b"x");
     }
 }

@@ -31,10 +31,10 @@ static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 /// How an endpoint was bound or connected, for unbind/disconnect.
 #[derive(Debug)]
 enum Attachment {
-    /// A tcp/ipc listener in the I/O thread.
-    Listener { token: usize },
-    /// An outgoing tcp/ipc connection in the I/O thread.
-    Session { token: usize },
+    /// A tcp/ipc listener in I/O thread `io`.
+    Listener { io: usize, token: usize },
+    /// An outgoing tcp/ipc connection in I/O thread `io`.
+    Session { io: usize, token: usize },
     /// A name in the inproc registry.
     InprocBind { name: String },
     /// An inproc pipe.
@@ -383,10 +383,10 @@ impl Socket {
                 )
             }
             Endpoint::Io(address) => {
-                let reactor = self.ctx.reactor()?;
+                let (io, reactor) = self.ctx.reactor()?;
                 let result = reactor.listen(address, &self.shared, &core.opts);
                 match result {
-                    Ok((token, text)) => (text, Attachment::Listener { token }),
+                    Ok((token, text)) => (text, Attachment::Listener { io, token }),
                     Err(e) => {
                         self.shared
                             .monitor
@@ -416,7 +416,7 @@ impl Socket {
         })
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not bound")))?;
         match attachment {
-            Attachment::Listener { token } => self.ctx.reactor()?.unbind(token),
+            Attachment::Listener { io, token } => self.ctx.reactor_at(io)?.unbind(token),
             Attachment::InprocBind { name } => crate::inproc::unbind(&self.ctx.inner.inproc, &name),
             _ => unreachable!("filtered above"),
         }
@@ -440,13 +440,13 @@ impl Socket {
                 Attachment::InprocConnect { pipe: id }
             }
             Endpoint::Io(address) => {
-                let reactor = self.ctx.reactor()?;
+                let (io, reactor) = self.ctx.reactor()?;
                 let (token, pipe) = reactor.connect(address, endpoint, &self.shared, &core.opts)?;
                 if let Some(pipe) = pipe {
                     let Core { pattern, opts, .. } = core;
                     pattern.attach(pipe, opts);
                 }
-                Attachment::Session { token }
+                Attachment::Session { io, token }
             }
         };
         core.last_endpoint = endpoint.to_string();
@@ -468,7 +468,7 @@ impl Socket {
         })
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not connected")))?;
         match attachment {
-            Attachment::Session { token } => self.ctx.reactor()?.disconnect(token),
+            Attachment::Session { io, token } => self.ctx.reactor_at(io)?.disconnect(token),
             Attachment::InprocConnect { pipe } => {
                 crate::inproc::disconnect(&self.ctx.inner.inproc, pipe)
             }
@@ -904,7 +904,7 @@ impl Drop for Socket {
                 crate::inproc::unbind(&self.ctx.inner.inproc, &name);
             }
         }
-        if let Some(r) = self.ctx.reactor_started() {
+        for r in self.ctx.reactors_started() {
             r.close_socket(self.shared.id, linger);
         }
         self.shared.monitor.stop();

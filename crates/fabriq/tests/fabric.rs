@@ -845,3 +845,36 @@ fn a_receiver_that_held_its_whole_pool_gets_the_stream_back() {
         drop(sender.join().unwrap());
     }
 }
+
+/// With several I/O threads, each has its own fabric node: pushers whose
+/// connections went to different threads of one context reach one puller
+/// through different fabric endpoints, and every message arrives.
+#[test]
+fn connections_on_several_io_threads_each_have_a_node() {
+    for provider in ["shm", "tcp"] {
+        let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+        ctx.set_io_threads(2).unwrap();
+        other.set_io_threads(2).unwrap();
+        let pull = socket(&ctx, zmq::PULL);
+        let first = socket(&other, zmq::PUSH);
+        let endpoint = join(provider, &pull, &first);
+        let second = socket(&other, zmq::PUSH);
+        second.connect(&endpoint).unwrap();
+        for i in 0..100usize {
+            first.send(&body(i, 100)[..], 0).unwrap();
+            second.send(&body(i + 1000, 5000)[..], 0).unwrap();
+        }
+        let mut got: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                pull.recv_bytes(0)
+                    .unwrap_or_else(|e| panic!("{provider}: message {i}: {e}"))
+            })
+            .collect();
+        let mut want: Vec<Vec<u8>> = (0..100)
+            .flat_map(|i| [body(i, 100), body(i + 1000, 5000)])
+            .collect();
+        got.sort();
+        want.sort();
+        assert!(got == want, "{provider}: the messages differ");
+    }
+}

@@ -78,6 +78,12 @@ struct Shared {
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
     clock: Clock,
+    /// How loaded the loop is, for choosing among several I/O threads:
+    /// the listeners and sessions it had after its last turn (`live`)
+    /// plus those handed to it and not taken yet (`posted - taken`).
+    live: AtomicUsize,
+    posted: AtomicUsize,
+    taken: AtomicUsize,
 }
 
 /// The I/O thread's time: the system clock, or a simulated one that moves
@@ -159,10 +165,16 @@ pub(crate) struct Reactor {
 }
 
 impl Reactor {
-    pub(crate) fn start() -> std::io::Result<Reactor> {
+    /// Starts an I/O thread named `fabriq-io` (`fabriq-io-N` for the
+    /// `N`th of several, from 1).
+    pub(crate) fn start(index: usize) -> std::io::Result<Reactor> {
         let (reactor, event_loop) = Reactor::unstarted(Clock::default())?;
+        let name = match index {
+            0 => "fabriq-io".to_string(),
+            n => format!("fabriq-io-{n}"),
+        };
         let thread = std::thread::Builder::new()
-            .name("fabriq-io".into())
+            .name(name)
             .spawn(move || event_loop.run())?;
         *reactor.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
         Ok(reactor)
@@ -177,6 +189,9 @@ impl Reactor {
             waker,
             inbox: Mutex::new(Inbox::default()),
             clock,
+            live: AtomicUsize::new(0),
+            posted: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
         });
         let event_loop = EventLoop::new(poll, shared.clone());
         let reactor = Reactor {
@@ -184,6 +199,19 @@ impl Reactor {
             thread: Mutex::new(None),
         };
         Ok((reactor, event_loop))
+    }
+
+    /// The listeners and connections this I/O thread serves or is about
+    /// to (accepted connections count once the loop has seen them).
+    pub(crate) fn load(&self) -> usize {
+        // `taken` first: the loop stores `live` before `taken`, so a
+        // `taken` that counts a command comes with a `live` that counts
+        // what it made (a newer `live` only counts it twice for a while).
+        let s = &self.shared;
+        let taken = s.taken.load(Ordering::Acquire);
+        let live = s.live.load(Ordering::Acquire);
+        let posted = s.posted.load(Ordering::Acquire);
+        live + posted.saturating_sub(taken)
     }
 
     fn reactor_waker(&self, token: usize) -> ReactorWaker {
@@ -206,6 +234,7 @@ impl Reactor {
             .monitor
             .emit(Event::Listening, listener.monitor_value(), &text);
         let token = next_token();
+        self.shared.posted.fetch_add(1, Ordering::AcqRel);
         self.shared.post(|inbox| {
             inbox.cmds.push(Cmd::Listen {
                 token,
@@ -249,6 +278,7 @@ impl Reactor {
         };
         let session =
             Session::connecting(base, endpoint.clone(), session_end, self.shared.clock.now());
+        self.shared.posted.fetch_add(1, Ordering::AcqRel);
         self.shared
             .post(|inbox| inbox.cmds.push(Cmd::Connect(Box::new(session))));
         Ok((token, socket_end))
@@ -347,6 +377,8 @@ struct EventLoop {
     /// Sessions a shared source reported in this turn (kept for its
     /// capacity).
     fanned_out: Vec<Token>,
+    /// Listen and Connect commands taken (published as `Shared::taken`).
+    taken: usize,
 }
 
 impl EventLoop {
@@ -362,6 +394,7 @@ impl EventLoop {
             shutting_down: false,
             was_woken: false,
             fanned_out: Vec::new(),
+            taken: 0,
         }
     }
 
@@ -386,6 +419,9 @@ impl EventLoop {
             if self.turn(timeout) {
                 break;
             }
+            let live = self.sessions.len() + self.listeners.len();
+            self.shared.live.store(live, Ordering::Release);
+            self.shared.taken.store(self.taken, Ordering::Release);
         }
         self.close_listeners();
     }
@@ -491,9 +527,11 @@ impl EventLoop {
                     text,
                     data_path,
                 };
+                self.taken += 1;
                 self.add_listener(token, entry, now);
             }
             Cmd::Connect(session) => {
+                self.taken += 1;
                 let token = session.token;
                 self.sessions.insert(token, *session);
                 self.drive(token, now);
