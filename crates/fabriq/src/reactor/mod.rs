@@ -74,6 +74,10 @@ struct Inbox {
     ready: Vec<usize>,
 }
 
+/// How soon a listener whose accept failed (out of descriptors or
+/// memory) tries again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
 struct Shared {
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
@@ -626,15 +630,22 @@ impl EventLoop {
             match entry.listener.accept() {
                 Ok(Some(stream)) => self.add_accepted(token, stream, now),
                 Ok(None) => return,
+                // The peer gave up before we took it: take the next.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    // EMFILE and friends: report and try again on the next
-                    // readiness event rather than spinning.
+                    // EMFILE and friends: report, and try again after a
+                    // pause. Not on the next readiness event: the listener
+                    // is edge-triggered, so the connections already
+                    // waiting raise none, and once the backlog is full
+                    // new ones are refused. (Before this retry a listener
+                    // that ran out of descriptors never accepted again.)
                     entry.socket.monitor.emit(
                         Event::AcceptFailed,
                         Error::from_io(&e).to_raw() as u32,
                         &entry.text,
                     );
                     tracing::warn!("accept on {} failed: {e}", entry.text);
+                    self.timers.push(Reverse((now + ACCEPT_RETRY, token)));
                     return;
                 }
             }
@@ -715,6 +726,8 @@ impl EventLoop {
             // itself from its own state, so a stale entry costs one look.
             if self.sessions.contains_key(&token) {
                 self.drive(token, now);
+            } else if self.listeners.contains_key(&token) {
+                self.accept(token, now);
             }
         }
     }
