@@ -270,6 +270,17 @@ impl Shared {
     }
 }
 
+impl fmt::Debug for Shared {
+    /// The socket, unless a [`SyncSocket`] or an attempt holds it: never
+    /// waits for the lock.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.socket.try_lock() {
+            Ok(socket) => fmt::Debug::fmt(&*socket, f),
+            Err(_) => f.write_str("Socket(in use)"),
+        }
+    }
+}
+
 /// Receives one whole message without blocking.
 fn recv_message(socket: &Socket) -> Result<Multipart> {
     let first = socket.recv_msg(DONTWAIT)?;
@@ -376,7 +387,7 @@ pub struct AsyncSocket {
 
 impl fmt::Debug for AsyncSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("AsyncSocket").field(&*self.sync()).finish()
+        f.debug_tuple("AsyncSocket").field(&self.rx.shared).finish()
     }
 }
 
@@ -596,7 +607,7 @@ pub struct RecvHalf {
 
 impl fmt::Debug for RecvHalf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("RecvHalf").field(&*self.sync()).finish()
+        f.debug_tuple("RecvHalf").field(&self.shared).finish()
     }
 }
 
@@ -670,7 +681,7 @@ pub struct SendHalf {
 impl fmt::Debug for SendHalf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SendHalf")
-            .field("socket", &*self.sync())
+            .field("socket", &self.shared)
             .field("buffered", &self.buffered.is_some())
             .finish()
     }

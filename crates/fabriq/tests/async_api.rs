@@ -516,6 +516,27 @@ async fn one_half_taking_the_wakeup_wakes_the_other() {
     assert_eq!(b.try_recv().unwrap().as_str(), Some("waits for room"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminating_the_context_ends_the_stream() {
+    let ctx = Context::new();
+    let pull = socket(&ctx, fabriq::PULL);
+    pull.bind(&Transport::Inproc.bind_address()).unwrap();
+    let reader = tokio::spawn(async move {
+        let mut pull = pull;
+        // Waits until the context is terminated.
+        let next = pull.next().await;
+        let recv = pull.recv().await.map(|m| m.to_vec());
+        (next.map(|m| m.map(|_| ())), recv)
+        // (the socket is dropped here, which lets destroy return)
+    });
+    let mut terminating = ctx.clone();
+    let destroy = tokio::task::spawn_blocking(move || terminating.destroy());
+    let (next, recv) = within("the stream to end", reader).await.unwrap();
+    assert_eq!(next, None);
+    assert_eq!(recv, Err(Error::ETERM));
+    within("destroy", destroy).await.unwrap().unwrap();
+}
+
 // ---- connect ---------------------------------------------------------------
 
 #[tokio::test]
