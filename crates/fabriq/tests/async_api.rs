@@ -827,10 +827,10 @@ async fn a_send_cancelled_on_hwm_over_tcp_is_whole_or_absent() {
     let mut push = socket(&ctx, fabriq::PUSH);
     pull.sync().set_rcvhwm(1).unwrap();
     push.sync().set_sndhwm(1).unwrap();
-    push.sync().set_sndbuf(4096).unwrap();
-    pull.sync().set_rcvbuf(4096).unwrap();
+    // (Default kernel buffers: tiny SO_SNDBUF/SO_RCVBUF would fill sooner
+    // but make TCP crawl through zero-window probes, ~0.6 s a message.)
     link(&pull, &push, Transport::Tcp);
-    let big = vec![7u8; 16 << 10];
+    let big = vec![7u8; 64 << 10];
     let mut sent = 0;
     // Fill until a send has waited 20 ms, then cancel that one.
     let cancelled = loop {
