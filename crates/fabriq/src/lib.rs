@@ -52,6 +52,9 @@ mod zap;
 
 pub mod auth;
 
+#[cfg(all(feature = "tokio", not(loom)))]
+pub mod asynchronous;
+
 pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
 pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};

@@ -98,6 +98,11 @@ pub(crate) struct Signal {
     /// the socket that its pipes may have changed (a peer came or went),
     /// so its housekeeping can be skipped while nothing did.
     dirty: AtomicBool,
+    /// How many clears took a count: lets the async API see that an
+    /// operation swallowed a wake-up another waiter on the same socket may
+    /// need (see `asynchronous.rs`). A plain counter, outside the protocol
+    /// (so not modelled by loom), bumped only after a successful read.
+    takes: std::sync::atomic::AtomicU64,
 }
 
 impl Signal {
@@ -106,6 +111,7 @@ impl Signal {
             counter: Counter::new()?,
             raised: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
+            takes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -136,7 +142,17 @@ impl Signal {
             // it, so whatever that raiser changed before raising is visible
             // to the look that follows.
             self.raised.swap(false, Ordering::AcqRel);
+            self.takes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// How many times a clear has taken a raise off the eventfd so far.
+    /// The owner reads it before and after an operation on the socket: a
+    /// change means the operation consumed a wake-up.
+    #[cfg_attr(any(loom, not(feature = "tokio")), allow(dead_code))]
+    pub(crate) fn takes(&self) -> u64 {
+        self.takes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the signal was raised since the last call.

@@ -550,6 +550,19 @@ impl Socket {
         &self.shared.signal
     }
 
+    /// The signal behind [`Socket::get_fd`], shared (the async API keeps
+    /// the descriptor open for as long as tokio has it registered).
+    #[cfg_attr(any(loom, not(feature = "tokio")), allow(dead_code))]
+    pub(crate) fn signal_handle(&self) -> Arc<Signal> {
+        self.shared.signal.clone()
+    }
+
+    /// The context the socket was made in.
+    #[cfg_attr(any(loom, not(feature = "tokio")), allow(dead_code))]
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
+    }
+
     // ---- options -------------------------------------------------------
 
     /// The socket's type.
