@@ -363,6 +363,8 @@ struct ListenerEntry {
     opts: Box<Options>,
     text: String,
     data_path: DataPath,
+    /// An accept failed and a retry is scheduled (one at a time).
+    retrying: bool,
 }
 
 /// The loop's own state, owned by the I/O thread.
@@ -530,6 +532,7 @@ impl EventLoop {
                     opts,
                     text,
                     data_path,
+                    retrying: false,
                 };
                 self.taken += 1;
                 self.add_listener(token, entry, now);
@@ -645,7 +648,9 @@ impl EventLoop {
                         &entry.text,
                     );
                     tracing::warn!("accept on {} failed: {e}", entry.text);
-                    self.timers.push(Reverse((now + ACCEPT_RETRY, token)));
+                    if !std::mem::replace(&mut entry.retrying, true) {
+                        self.timers.push(Reverse((now + ACCEPT_RETRY, token)));
+                    }
                     return;
                 }
             }
@@ -726,7 +731,8 @@ impl EventLoop {
             // itself from its own state, so a stale entry costs one look.
             if self.sessions.contains_key(&token) {
                 self.drive(token, now);
-            } else if self.listeners.contains_key(&token) {
+            } else if let Some(l) = self.listeners.get_mut(&token) {
+                l.retrying = false;
                 self.accept(token, now);
             }
         }
