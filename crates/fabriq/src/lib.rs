@@ -50,6 +50,9 @@ mod transport;
 mod zap;
 
 pub mod auth;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
