@@ -51,6 +51,9 @@ mod transport;
 mod zap;
 
 pub mod auth;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 #[cfg(all(feature = "tokio", not(loom)))]
 pub mod asynchronous;

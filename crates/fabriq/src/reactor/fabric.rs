@@ -34,11 +34,15 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
-use fabriq_zmtp::frame::{encode_header, FrameDecoder};
-use fabriq_zmtp::{Command, Multipart, PeerInfo, Properties, ProtocolError};
+use fabriq_zmtp::frame::encode_header;
+use fabriq_zmtp::{Command, Multipart, PeerInfo, ProtocolError};
 use mio::Token;
 
 use super::engine::{End, Engine, Input, Pulled, Reads, StreamEngine};
+use super::pages::{
+    self, hex, Control, PageItem, PageReader, Rdv, CREDIT, FIN, PROP_ADDRESS, PROP_DOORBELL,
+    PROP_ID, PROP_PAGE, PROP_RMA, PROP_SPINNERS, PROP_WINDOW, RDV_DONE, RING,
+};
 use crate::options::{FabricOptions, Options};
 use crate::pipe::{Item, Queue};
 use crate::spin::Spin;
@@ -59,45 +63,8 @@ const RETRY: Duration = Duration::from_micros(200);
 /// message body of exactly the page size (64 KiB by default, a common
 /// size) fits one page and is received without a copy.
 const HEADER_ROOM: usize = 64;
-/// The most a receiver reserves up front for a frame that spans pages
-/// (larger ones grow as their pages come).
-const RESERVE_MAX: usize = 16 << 20;
-
-/// READY metadata of a fabric connection.
-const PROP_ADDRESS: &str = "X-Fabriq-Ofi-Address";
-const PROP_ID: &str = "X-Fabriq-Ofi-Id";
-const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
-/// The receiver's page size: a sender fills no more of a page.
-const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
-/// Present when the receiver's node has no wait descriptor to sleep on:
-/// the sender then rings it (a `RING` command on the control connection)
-/// after sending pages, so it does not wait for its next poll.
-const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
-/// With a doorbell: where the peer finds the count of our sockets that
-/// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
-/// id); while it is above zero the peer need not ring (`crate::spin`).
-const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
-/// The control-channel command that returns credits (body: u32, big
-/// endian).
-const CREDIT: &[u8] = b"CREDIT";
-/// The control-channel command a closing peer sends last: how many pages
-/// it sent (u32, big endian), so the receiver takes them all before it
-/// ends the connection.
-const FIN: &[u8] = b"FIN";
 /// How long a receiver waits for the pages a FIN announced.
 const FIN_WAIT: Duration = Duration::from_secs(5);
-/// The control-channel command that wakes a receiver without wait
-/// descriptors (empty body).
-const RING: &[u8] = b"RING";
-/// Present when the node can lend memory for RMA reads and read it.
-const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
-/// The page-stream command that stands for a message frame the receiver
-/// reads from the sender's memory (a rendezvous): body `id` u32, `len`
-/// u64, `addr` u64, `key` u64, `more` u8, big endian.
-const RDV: &[u8] = b"RDV";
-/// The control-channel command a receiver sends when it has read a lent
-/// frame (body: the id, u32): the sender lets the memory go.
-const RDV_DONE: &[u8] = b"RDVDONE";
 /// Free rendezvous buffers a node keeps for reuse, in bytes.
 const READ_POOL_BYTES: usize = 64 << 20;
 /// Frames a sender lends at most at once per connection.
@@ -730,19 +697,15 @@ pub(crate) struct FabricEngine {
     recv_seq: u32,
     /// Pages taken in order and not yet decoded (the front one partly).
     received: VecDeque<Bytes>,
-    /// The bytes of a frame that straddles pages.
-    straddle: BytesMut,
-    decoder: FrameDecoder,
+    /// Cuts `received` into frames and messages.
+    pages: PageReader,
     /// The socket's MAXMSGSIZE, for frames read by rendezvous.
     max_data: Option<u64>,
-    /// Frames of the message being assembled.
-    parts: Multipart,
     /// Pages decoded since credits were last returned.
     consumed: u32,
     /// Pages the peer was allowed to send us since then (its window when
     /// credits were last returned).
     granted: u32,
-    publisher: bool,
     /// SUB and XSUB send subscriptions, which the session's topic list
     /// must see: they are never written from the socket's thread.
     subscriber: bool,
@@ -873,13 +836,10 @@ impl FabricEngine {
             reading: None,
             recv_seq: 0,
             received: VecDeque::new(),
-            straddle: BytesMut::new(),
-            decoder: FrameDecoder::new(max_data, 64 * 1024),
+            pages: PageReader::new(max_data, publisher),
             max_data,
-            parts: Multipart::new(),
             consumed: 0,
             granted,
-            publisher,
             subscriber,
             failed: None,
             retry_at: None,
@@ -891,42 +851,22 @@ impl FabricEngine {
     /// Reads the peer's fabric address, id, window and page size from its
     /// READY.
     fn learn_peer(&mut self) -> Result<(), String> {
-        let props: &Properties = &self
+        let props = &self
             .control
             .peer()
             .ok_or("no peer after the handshake")?
             .properties;
-        let text = |name: &str| -> Result<String, String> {
-            let v = props
-                .get(name)
-                .ok_or_else(|| format!("the peer sent no {name}: not a fabriq fabric peer"))?;
-            Ok(String::from_utf8_lossy(v).into_owned())
-        };
-        let address = unhex(&text(PROP_ADDRESS)?).ok_or("a malformed fabric address")?;
-        let id: u32 = text(PROP_ID)?
-            .parse()
-            .map_err(|_| "a malformed fabric id")?;
-        let window: u32 = text(PROP_WINDOW)?
-            .parse()
-            .map_err(|_| "a malformed fabric window")?;
-        let page: usize = text(PROP_PAGE)?
-            .parse()
-            .ok()
-            .filter(|p| *p >= 64)
-            .ok_or("a malformed fabric page size")?;
-        let doorbell = props
-            .get(PROP_DOORBELL)
-            .map(|v| String::from_utf8_lossy(v).into_owned());
-        let addr = self.node.insert_peer(&address)?;
-        self.remote = Some(Remote { addr, id });
-        self.credits = window;
-        self.peer_page = page.min(self.node.page_size);
-        self.peer_spinners = match (&doorbell, props.get(PROP_SPINNERS)) {
-            (Some(_), Some(at)) => open_spinners(&String::from_utf8_lossy(at)),
+        let peer = pages::parse_peer(props)?;
+        let addr = self.node.insert_peer(&peer.address)?;
+        self.remote = Some(Remote { addr, id: peer.id });
+        self.credits = peer.window;
+        self.peer_page = peer.page.min(self.node.page_size);
+        self.peer_spinners = match (&peer.doorbell, &peer.spinners) {
+            (Some(_), Some(at)) => open_spinners(at),
             _ => None,
         };
-        self.peer_doorbell = doorbell;
-        self.rendezvous = self.node.rma && props.get(PROP_RMA).is_some();
+        self.peer_doorbell = peer.doorbell;
+        self.rendezvous = self.node.rma && peer.rma;
         Ok(())
     }
 
@@ -957,22 +897,16 @@ impl FabricEngine {
     fn take_commands(&mut self) -> bool {
         let mut rung = false;
         for (name, body) in self.control.take_commands() {
-            if name.as_ref() == RING {
-                rung = true;
-                continue;
-            }
-            let Ok(n) = <[u8; 4]>::try_from(body.as_ref()).map(u32::from_be_bytes) else {
-                continue;
-            };
-            match name.as_ref() {
-                CREDIT => self.credits = self.credits.saturating_add(n),
-                RDV_DONE => {
+            match pages::parse_control(&name, &body) {
+                Some(Control::Ring) => rung = true,
+                Some(Control::Credit(n)) => self.credits = self.credits.saturating_add(n),
+                Some(Control::RdvDone(n)) => {
                     if let Some(lent) = self.lent.remove(&n) {
                         self.lent_bytes -= lent.len();
                     }
                 }
-                FIN => self.peer_fin = Some(n),
-                _ => {}
+                Some(Control::Fin(n)) => self.peer_fin = Some(n),
+                None => {}
             }
         }
         rung
@@ -983,23 +917,7 @@ impl FabricEngine {
         self.peer_fin
             .map_or(true, |n| self.recv_seq.wrapping_sub(n) < u32::MAX / 2)
             && self.received.is_empty()
-            && self.straddle.is_empty()
-    }
-
-    /// Starts gathering a frame that continues in the next page: reserves
-    /// its whole size when the header says it (up to [`RESERVE_MAX`]).
-    fn start_straddle(&mut self, rest: &[u8]) {
-        let size = match rest {
-            [flags, n, ..] if flags & 0x02 == 0 => Some(2 + usize::from(*n)),
-            [flags, b @ ..] if flags & 0x02 != 0 && b.len() >= 8 => {
-                let n = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
-                usize::try_from(n).ok().map(|n| n.saturating_add(9))
-            }
-            _ => None,
-        };
-        self.straddle
-            .reserve(size.unwrap_or(0).clamp(rest.len(), RESERVE_MAX));
-        self.straddle.extend_from_slice(rest);
+            && !self.pages.straddling()
     }
 
     /// Decodes received pages into `inbound` until it is full.
@@ -1017,79 +935,38 @@ impl FabricEngine {
                 self.reading = None;
                 let body = Bytes::copy_from_slice(&lent_id.to_be_bytes());
                 let _ = self.control.send_command(RDV_DONE, body);
-                self.parts.push(data);
-                if !more {
-                    inbound.push(Item::Msg(std::mem::take(&mut self.parts)));
+                if let Some(msg) = self.pages.push_part(data, more) {
+                    inbound.push(Item::Msg(msg));
                     delivered += 1;
                 }
                 continue;
             }
-            let frame = if self.straddle.is_empty() {
-                let Some(front) = self.received.front_mut() else {
-                    return Ok(delivered);
-                };
-                match self.decoder.decode_bytes(front)? {
-                    Some(f) => {
-                        if front.is_empty() {
-                            self.received.pop_front();
-                            self.consumed += 1;
-                        }
-                        f
-                    }
-                    None => {
-                        // A frame straddles pages: gather it.
-                        let rest = self.received.pop_front().expect("front");
-                        self.start_straddle(&rest);
-                        self.consumed += 1;
-                        continue;
-                    }
+            let item = self.pages.next(&mut self.received, &mut self.consumed)?;
+            let item = match item {
+                None => return Ok(delivered),
+                Some(PageItem::Rdv(rdv)) => {
+                    self.start_read(rdv)?;
+                    continue;
                 }
-            } else {
-                match self.decoder.decode(&mut self.straddle)? {
-                    Some(f) => f,
-                    None => {
-                        let Some(next) = self.received.pop_front() else {
-                            return Ok(delivered);
-                        };
-                        self.straddle.extend_from_slice(&next);
-                        self.consumed += 1;
-                        continue;
-                    }
-                }
+                Some(PageItem::Msg(msg)) => Item::Msg(msg),
+                Some(PageItem::Subscribe(t)) => Item::Subscribe(t),
+                Some(PageItem::Cancel(t)) => Item::Cancel(t),
             };
-            if frame.command && frame.data.get(1..1 + RDV.len()) == Some(RDV) && frame.data[0] == 3
-            {
-                self.start_read(&frame.data[4..])?;
-                continue;
-            }
-            if frame.command {
-                let item = match Command::decode(&frame.data)? {
-                    Command::Subscribe(t) if self.publisher => Item::Subscribe(t),
-                    Command::Cancel(t) if self.publisher => Item::Cancel(t),
-                    _ => continue,
-                };
-                inbound.push(item);
-                delivered += 1;
-                continue;
-            }
-            self.parts.push(frame.data);
-            if !frame.more {
-                inbound.push(Item::Msg(std::mem::take(&mut self.parts)));
-                delivered += 1;
-            }
+            inbound.push(item);
+            delivered += 1;
         }
     }
 
-    /// Starts the read a rendezvous frame (its body: `rdv`) asks for.
-    fn start_read(&mut self, rdv: &[u8]) -> Result<(), ProtocolError> {
-        let bad = || ProtocolError::MalformedCommand {
-            command: "RDV".into(),
-            reason: "not a rendezvous this connection can read",
-        };
-        let rdv: &[u8; 29] = rdv.try_into().map_err(|_| bad())?;
-        let u64_at = |i: usize| u64::from_be_bytes(rdv[i..i + 8].try_into().expect("8 bytes"));
-        let id = u32::from_be_bytes(rdv[..4].try_into().expect("4 bytes"));
-        let (len, addr, key, more) = (u64_at(4), u64_at(12), u64_at(20), rdv[28] != 0);
+    /// Starts the read a rendezvous frame asks for.
+    fn start_read(&mut self, rdv: Rdv) -> Result<(), ProtocolError> {
+        let bad = pages::bad_rdv;
+        let Rdv {
+            id,
+            len,
+            addr,
+            key,
+            more,
+        } = rdv;
         let remote = self.remote.ok_or_else(bad)?;
         let len = usize::try_from(len).map_err(|_| bad())?;
         if !self.rendezvous || self.decoder_refuses(len) {
@@ -1355,14 +1232,14 @@ impl FabricEngine {
                     Ok(lent) => {
                         let id = self.next_lent;
                         self.next_lent = self.next_lent.wrapping_add(1);
-                        let mut body = BytesMut::with_capacity(33);
-                        body.extend_from_slice(&[RDV.len() as u8]);
-                        body.extend_from_slice(RDV);
-                        body.extend_from_slice(&id.to_be_bytes());
-                        body.extend_from_slice(&(lent.len() as u64).to_be_bytes());
-                        body.extend_from_slice(&lent.rma_addr().to_be_bytes());
-                        body.extend_from_slice(&lent.key().to_be_bytes());
-                        body.extend_from_slice(&[u8::from(more)]);
+                        let body = Rdv {
+                            id,
+                            len: lent.len() as u64,
+                            addr: lent.rma_addr(),
+                            key: lent.key(),
+                            more,
+                        }
+                        .encode();
                         encode_header(&mut self.scratch, body.len(), false, true);
                         let header = self.scratch.split().freeze();
                         self.push_chunk(header);
@@ -1638,20 +1515,6 @@ fn encode_command(dst: &mut BytesMut, cmd: Command) {
     cmd.encode(&mut body);
     encode_header(dst, body.len(), false, true);
     dst.extend_from_slice(&body);
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(all(test, not(loom)))]

@@ -15,6 +15,7 @@
 
 mod engine;
 mod fabric;
+pub(crate) mod pages;
 mod session;
 #[cfg(test)]
 mod tests;

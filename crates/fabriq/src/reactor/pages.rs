@@ -1,0 +1,337 @@
+//! The fabric engine's wire formats as plain functions and one small
+//! state machine, with no node, endpoint or libfabric in them: how
+//! received pages are cut into frames ([`PageReader`]), the rendezvous
+//! frame's body ([`Rdv`]), the control-channel commands ([`Control`]) and
+//! the fabric fields of a peer's READY ([`PeerFabric`]).
+//!
+//! `fabric.rs` drives them; they are apart so that the fuzz targets
+//! (`fuzz/`, through `crate::fuzzing`) reach exactly the code that parses
+//! what a fabric peer sends.
+
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
+use fabriq_zmtp::frame::FrameDecoder;
+use fabriq_zmtp::{Command, Multipart, Properties, ProtocolError};
+
+/// The most a receiver reserves up front for a frame that spans pages
+/// (larger ones grow as their pages come).
+const RESERVE_MAX: usize = 16 << 20;
+
+/// The page-stream command that stands for a message frame the receiver
+/// reads from the sender's memory (a rendezvous): body `id` u32, `len`
+/// u64, `addr` u64, `key` u64, `more` u8, big endian.
+pub(crate) const RDV: &[u8] = b"RDV";
+/// The control-channel command that returns credits (body: u32, big
+/// endian).
+pub(crate) const CREDIT: &[u8] = b"CREDIT";
+/// The control-channel command a closing peer sends last: how many pages
+/// it sent (u32, big endian), so the receiver takes them all before it
+/// ends the connection.
+pub(crate) const FIN: &[u8] = b"FIN";
+/// The control-channel command that wakes a receiver without wait
+/// descriptors (empty body).
+pub(crate) const RING: &[u8] = b"RING";
+/// The control-channel command a receiver sends when it has read a lent
+/// frame (body: the id, u32): the sender lets the memory go.
+pub(crate) const RDV_DONE: &[u8] = b"RDVDONE";
+
+/// READY metadata of a fabric connection.
+pub(crate) const PROP_ADDRESS: &str = "X-Fabriq-Ofi-Address";
+pub(crate) const PROP_ID: &str = "X-Fabriq-Ofi-Id";
+pub(crate) const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
+/// The receiver's page size: a sender fills no more of a page.
+pub(crate) const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
+/// Present when the receiver's node has no wait descriptor to sleep on:
+/// the sender then rings it (a `RING` command on the control connection)
+/// after sending pages, so it does not wait for its next poll.
+pub(crate) const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
+/// Present when the node can lend memory for RMA reads and read it.
+pub(crate) const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
+/// With a doorbell: where the peer finds the count of our sockets that
+/// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
+/// id); while it is above zero the peer need not ring (`crate::spin`).
+pub(crate) const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
+
+/// What the page stream carried, one item at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageItem {
+    /// A whole message.
+    Msg(Multipart),
+    /// A subscription (publishers only).
+    Subscribe(Bytes),
+    /// A cancelled subscription (publishers only).
+    Cancel(Bytes),
+    /// A frame to read from the sender's memory; the frames after it wait
+    /// until it is read and given to [`PageReader::push_part`].
+    Rdv(Rdv),
+}
+
+/// A rendezvous frame's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rdv {
+    /// The sender's id for the lent frame (sent back in `RDVDONE`).
+    pub id: u32,
+    /// The frame's length.
+    pub len: u64,
+    /// Its address in the sender's registered memory.
+    pub addr: u64,
+    /// The memory's remote key.
+    pub key: u64,
+    /// Whether more frames of its message follow.
+    pub more: bool,
+}
+
+/// The body of an RDV command's frame: the name (length byte and
+/// `RDV`) and the 29 bytes of [`Rdv`].
+pub(crate) const RDV_FRAME_LEN: usize = 4 + 29;
+
+impl Rdv {
+    /// The command frame's body (name included), as the sender stages it.
+    pub fn encode(&self) -> BytesMut {
+        let mut body = BytesMut::with_capacity(RDV_FRAME_LEN);
+        body.extend_from_slice(&[RDV.len() as u8]);
+        body.extend_from_slice(RDV);
+        body.extend_from_slice(&self.id.to_be_bytes());
+        body.extend_from_slice(&self.len.to_be_bytes());
+        body.extend_from_slice(&self.addr.to_be_bytes());
+        body.extend_from_slice(&self.key.to_be_bytes());
+        body.extend_from_slice(&[u8::from(self.more)]);
+        body
+    }
+
+    /// Reads the 29 bytes after the command name.
+    pub fn decode(rdv: &[u8]) -> Result<Rdv, ProtocolError> {
+        let rdv: &[u8; 29] = rdv.try_into().map_err(|_| bad_rdv())?;
+        let u64_at = |i: usize| u64::from_be_bytes(rdv[i..i + 8].try_into().expect("8 bytes"));
+        Ok(Rdv {
+            id: u32::from_be_bytes(rdv[..4].try_into().expect("4 bytes")),
+            len: u64_at(4),
+            addr: u64_at(12),
+            key: u64_at(20),
+            more: rdv[28] != 0,
+        })
+    }
+}
+
+/// The error for a rendezvous frame that cannot be read.
+pub(crate) fn bad_rdv() -> ProtocolError {
+    ProtocolError::MalformedCommand {
+        command: "RDV".into(),
+        reason: "not a rendezvous this connection can read",
+    }
+}
+
+/// Cuts received pages into frames and messages. Frames lying wholly in
+/// a page come out as slices of it; a frame that straddles pages is
+/// gathered by copying.
+#[derive(Debug)]
+pub struct PageReader {
+    /// The bytes of a frame that straddles pages.
+    straddle: BytesMut,
+    decoder: FrameDecoder,
+    /// Frames of the message being assembled.
+    parts: Multipart,
+    publisher: bool,
+}
+
+impl PageReader {
+    /// A reader refusing data frames over `max_data` bytes (MAXMSGSIZE);
+    /// a publisher's reader also yields subscriptions.
+    pub fn new(max_data: Option<u64>, publisher: bool) -> PageReader {
+        PageReader {
+            straddle: BytesMut::new(),
+            decoder: FrameDecoder::new(max_data, 64 * 1024),
+            parts: Multipart::new(),
+            publisher,
+        }
+    }
+
+    /// Whether a frame that straddles pages is partly gathered.
+    pub fn straddling(&self) -> bool {
+        !self.straddle.is_empty()
+    }
+
+    /// Adds a frame read by rendezvous; returns the message it completes.
+    pub fn push_part(&mut self, data: Bytes, more: bool) -> Option<Multipart> {
+        self.parts.push(data);
+        (!more).then(|| std::mem::take(&mut self.parts))
+    }
+
+    /// The next item of the page stream, taking pages from the front of
+    /// `received` (and counting each page taken whole in `consumed`), or
+    /// `None` when the pages run out.
+    pub fn next(
+        &mut self,
+        received: &mut VecDeque<Bytes>,
+        consumed: &mut u32,
+    ) -> Result<Option<PageItem>, ProtocolError> {
+        loop {
+            let frame = if self.straddle.is_empty() {
+                let Some(front) = received.front_mut() else {
+                    return Ok(None);
+                };
+                match self.decoder.decode_bytes(front)? {
+                    Some(f) => {
+                        if front.is_empty() {
+                            received.pop_front();
+                            *consumed += 1;
+                        }
+                        f
+                    }
+                    None => {
+                        // A frame straddles pages: gather it.
+                        let rest = received.pop_front().expect("front");
+                        self.start_straddle(&rest);
+                        *consumed += 1;
+                        continue;
+                    }
+                }
+            } else {
+                match self.decoder.decode(&mut self.straddle)? {
+                    Some(f) => f,
+                    None => {
+                        let Some(next) = received.pop_front() else {
+                            return Ok(None);
+                        };
+                        self.straddle.extend_from_slice(&next);
+                        *consumed += 1;
+                        continue;
+                    }
+                }
+            };
+            if frame.command && frame.data.get(1..1 + RDV.len()) == Some(RDV) && frame.data[0] == 3
+            {
+                return Rdv::decode(&frame.data[4..]).map(|r| Some(PageItem::Rdv(r)));
+            }
+            if frame.command {
+                let item = match Command::decode(&frame.data)? {
+                    Command::Subscribe(t) if self.publisher => PageItem::Subscribe(t),
+                    Command::Cancel(t) if self.publisher => PageItem::Cancel(t),
+                    _ => continue,
+                };
+                return Ok(Some(item));
+            }
+            if let Some(msg) = self.push_part(frame.data, frame.more) {
+                return Ok(Some(PageItem::Msg(msg)));
+            }
+        }
+    }
+
+    /// Starts gathering a frame that continues in the next page: reserves
+    /// its whole size when the header says it (up to [`RESERVE_MAX`]).
+    fn start_straddle(&mut self, rest: &[u8]) {
+        let size = match rest {
+            [flags, n, ..] if flags & 0x02 == 0 => Some(2 + usize::from(*n)),
+            [flags, b @ ..] if flags & 0x02 != 0 && b.len() >= 8 => {
+                let n = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
+                usize::try_from(n).ok().map(|n| n.saturating_add(9))
+            }
+            _ => None,
+        };
+        self.straddle
+            .reserve(size.unwrap_or(0).clamp(rest.len(), RESERVE_MAX));
+        self.straddle.extend_from_slice(rest);
+    }
+}
+
+/// A command the peer sent on the control channel that the fabric
+/// engine acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// The peer sent pages: read the completion queue.
+    Ring,
+    /// More pages we may send.
+    Credit(u32),
+    /// The peer has read the lent frame with this id.
+    RdvDone(u32),
+    /// The peer is closing after sending this many pages.
+    Fin(u32),
+}
+
+/// Reads a control-channel command; `None` for one the engine ignores
+/// (another name, or a body that is not the 4-byte count it needs).
+pub fn parse_control(name: &[u8], body: &[u8]) -> Option<Control> {
+    if name == RING {
+        return Some(Control::Ring);
+    }
+    let n = <[u8; 4]>::try_from(body).map(u32::from_be_bytes).ok()?;
+    match name {
+        CREDIT => Some(Control::Credit(n)),
+        RDV_DONE => Some(Control::RdvDone(n)),
+        FIN => Some(Control::Fin(n)),
+        _ => None,
+    }
+}
+
+/// The fabric side of a peer, from its READY.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerFabric {
+    /// Its fabric endpoint's address (raw bytes for `fi_av_insert`).
+    pub address: Vec<u8>,
+    /// The id its node files our pages under.
+    pub id: u32,
+    /// The pages it lets us have in flight.
+    pub window: u32,
+    /// Its page size (at least 64).
+    pub page: usize,
+    /// Its doorbell, if it wants one rung (empty: over the control
+    /// connection).
+    pub doorbell: Option<String>,
+    /// It can lend memory and read it (RMA).
+    pub rma: bool,
+    /// Where its count of spinners is (`HOST:PID:FD`), with a doorbell.
+    pub spinners: Option<String>,
+}
+
+/// Reads the peer's fabric address, id, window and page size from its
+/// READY properties.
+pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
+    let text = |name: &str| -> Result<String, String> {
+        let v = props
+            .get(name)
+            .ok_or_else(|| format!("the peer sent no {name}: not a fabriq fabric peer"))?;
+        Ok(String::from_utf8_lossy(v).into_owned())
+    };
+    let address = unhex(&text(PROP_ADDRESS)?).ok_or("a malformed fabric address")?;
+    let id: u32 = text(PROP_ID)?
+        .parse()
+        .map_err(|_| "a malformed fabric id")?;
+    let window: u32 = text(PROP_WINDOW)?
+        .parse()
+        .map_err(|_| "a malformed fabric window")?;
+    let page: usize = text(PROP_PAGE)?
+        .parse()
+        .ok()
+        .filter(|p| *p >= 64)
+        .ok_or("a malformed fabric page size")?;
+    let doorbell = props
+        .get(PROP_DOORBELL)
+        .map(|v| String::from_utf8_lossy(v).into_owned());
+    Ok(PeerFabric {
+        address,
+        id,
+        window,
+        page,
+        doorbell,
+        rma: props.get(PROP_RMA).is_some(),
+        spinners: props
+            .get(PROP_SPINNERS)
+            .map(|v| String::from_utf8_lossy(v).into_owned()),
+    })
+}
+
+/// Lowercase hex, as READY carries the fabric address.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
