@@ -441,23 +441,40 @@ fn spinning_req_rep_round_trips() {
         req.set_spin_us(2000).unwrap();
         req.set_fabric_buffered(false).unwrap();
         join(provider, &rep, &req);
-        let server = std::thread::spawn(move || {
-            for _ in 0..300 {
-                let m = rep.recv_bytes(0).unwrap();
-                rep.send(&m[..], 0).unwrap();
-            }
-            rep
-        });
-        for i in 0..300usize {
-            let m = body(i, (i * 37) % 3000);
-            req.send(&m[..], 0).unwrap();
-            let got = req
-                .recv_bytes(0)
-                .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
-            assert_eq!(got, m, "{provider} round trip {i}");
-        }
-        drop(server.join().unwrap());
+        echo_round_trips(provider, rep, &req, 300, |i| (i * 37) % 3000, None);
     }
+}
+
+/// `count` round trips from `req` to an echoing `rep` (on a thread of
+/// its own), message `i` of `size(i)` bytes, each checked; with `pause`,
+/// the client waits that long before each request.
+fn echo_round_trips(
+    provider: &str,
+    rep: zmq::Socket,
+    req: &zmq::Socket,
+    count: usize,
+    size: impl Fn(usize) -> usize,
+    pause: Option<std::time::Duration>,
+) {
+    let server = std::thread::spawn(move || {
+        for _ in 0..count {
+            let m = rep.recv_bytes(0).unwrap();
+            rep.send(&m[..], 0).unwrap();
+        }
+        rep
+    });
+    for i in 0..count {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
+        let m = body(i, size(i));
+        req.send(&m[..], 0).unwrap();
+        let got = req
+            .recv_bytes(0)
+            .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
+        assert_eq!(got, m, "{provider} round trip {i}");
+    }
+    drop(server.join().unwrap());
 }
 
 /// While a spinning socket's spell lasts its peers skip the doorbell (shm);
@@ -474,24 +491,9 @@ fn a_spinner_whose_spell_ended_is_rung_again() {
         req.set_spin_us(20).unwrap();
         req.set_rcvtimeo(5000).unwrap();
         join(provider, &rep, &req);
-        let server = std::thread::spawn(move || {
-            for _ in 0..40 {
-                let m = rep.recv_bytes(0).unwrap();
-                rep.send(&m[..], 0).unwrap();
-            }
-            rep
-        });
-        for i in 0..40usize {
-            // Longer than the spin: the server is asleep when it comes.
-            std::thread::sleep(std::time::Duration::from_micros(300));
-            let m = body(i, 64);
-            req.send(&m[..], 0).unwrap();
-            let got = req
-                .recv_bytes(0)
-                .unwrap_or_else(|e| panic!("{provider} round trip {i}: {e}"));
-            assert_eq!(got, m, "{provider} round trip {i}");
-        }
-        drop(server.join().unwrap());
+        // Longer than the spin: the server is asleep when each comes.
+        let pause = std::time::Duration::from_micros(300);
+        echo_round_trips(provider, rep, &req, 40, |_| 64, Some(pause));
     }
 }
 
