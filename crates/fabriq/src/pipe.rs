@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use crossbeam_utils::CachePadded;
 use fabriq_zmtp::Multipart;
 
 use crate::message::Metadata;
@@ -112,18 +113,18 @@ struct ReaderSide {
 /// `len` counts every item in the pipe (shared queue and reader cache);
 /// the reader lowers it in small batches, so the writer's view is at most
 /// a batch too high, never too low: the high-water mark is never exceeded.
+///
+/// The fields fall in three groups on separate cache lines: what both
+/// threads write ([`Hot`]), what only the reader touches (`reader_side`),
+/// and the rest, which neither writes on the data path. With all of them
+/// on one or two lines, the reader's lock of `reader_side` at every pop
+/// took the line from the writer, which wanted it back at the next push.
 #[derive(Debug)]
 pub(crate) struct Queue {
-    shared: Mutex<Shared>,
+    hot: CachePadded<Hot>,
     /// Only the reader locks this, so the lock is never contended.
-    reader_side: Mutex<ReaderSide>,
-    len: AtomicUsize,
+    reader_side: CachePadded<Mutex<ReaderSide>>,
     hwm: AtomicUsize,
-    /// The writer found the queue full and waits for a wake-up. Paired
-    /// with `len` (both sequentially consistent): either the writer's
-    /// second look sees the room the reader made, or the reader sees the
-    /// flag and wakes it.
-    writer_waiting: AtomicBool,
     /// The writer will push no more.
     writer_closed: AtomicBool,
     /// The reader is gone; pushes are discarded.
@@ -134,6 +135,19 @@ pub(crate) struct Queue {
     writer: Waker,
 }
 
+/// What both ends write while items flow.
+#[derive(Debug, Default)]
+struct Hot {
+    shared: Mutex<Shared>,
+    /// Items in the pipe (see [`Queue`]).
+    len: AtomicUsize,
+    /// The writer found the queue full and waits for a wake-up. Paired
+    /// with `len` (both sequentially consistent): either the writer's
+    /// second look sees the room the reader made, or the reader sees the
+    /// flag and wakes it.
+    writer_waiting: AtomicBool,
+}
+
 /// Consumed items the reader may hold back before lowering `len`, at most
 /// (libzmq's `max_wm_delta`).
 const REPORT_BATCH: usize = 1024;
@@ -141,11 +155,9 @@ const REPORT_BATCH: usize = 1024;
 impl Queue {
     pub(crate) fn new(hwm: usize, reader: Waker, writer: Waker) -> Arc<Queue> {
         Arc::new(Queue {
-            shared: Mutex::new(Shared::default()),
-            reader_side: Mutex::new(ReaderSide::default()),
-            len: AtomicUsize::new(0),
+            hot: CachePadded::new(Hot::default()),
+            reader_side: CachePadded::new(Mutex::new(ReaderSide::default())),
             hwm: AtomicUsize::new(hwm),
-            writer_waiting: AtomicBool::new(false),
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
             conflate: AtomicBool::new(false),
@@ -157,7 +169,7 @@ impl Queue {
     fn lock_shared(&self) -> MutexGuard<'_, Shared> {
         // A panic elsewhere must not wedge every pipe: the queue holds
         // plain data, consistent after any completed operation.
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+        self.hot.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_reader(&self) -> MutexGuard<'_, ReaderSide> {
@@ -166,7 +178,7 @@ impl Queue {
 
     /// Items in the pipe, as the writer sees it (possibly a few high).
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::SeqCst)
+        self.hot.len.load(Ordering::SeqCst)
     }
 
     /// Whether one more message fits under the high-water mark. If not,
@@ -188,8 +200,8 @@ impl Queue {
         // (A store/load pair needs sequential consistency for that, which
         // the loom model cannot check and which is easy to lose in a later
         // edit.) This is the slow path: the queue looked full.
-        self.writer_waiting.swap(true, Ordering::SeqCst);
-        self.len.fetch_add(0, Ordering::SeqCst) < hwm
+        self.hot.writer_waiting.swap(true, Ordering::SeqCst);
+        self.hot.len.fetch_add(0, Ordering::SeqCst) < hwm
     }
 
     /// Appends an item (the caller checked [`Queue::has_room`] where the
@@ -203,10 +215,10 @@ impl Queue {
             if self.conflate.load(Ordering::Relaxed) {
                 let dropped = shared.items.len();
                 shared.items.clear();
-                self.len.fetch_sub(dropped, Ordering::SeqCst);
+                self.hot.len.fetch_sub(dropped, Ordering::SeqCst);
             }
             shared.items.push_back(item);
-            self.len.fetch_add(1, Ordering::SeqCst);
+            self.hot.len.fetch_add(1, Ordering::SeqCst);
             std::mem::take(&mut shared.reader_waiting)
         };
         if wake {
@@ -282,10 +294,10 @@ impl Queue {
         if side.unreported == 0 {
             return;
         }
-        self.len.fetch_sub(side.unreported, Ordering::SeqCst);
+        self.hot.len.fetch_sub(side.unreported, Ordering::SeqCst);
         side.unreported = 0;
-        if self.writer_waiting.load(Ordering::SeqCst)
-            && self.writer_waiting.swap(false, Ordering::SeqCst)
+        if self.hot.writer_waiting.load(Ordering::SeqCst)
+            && self.hot.writer_waiting.swap(false, Ordering::SeqCst)
         {
             self.writer.wake();
         }
@@ -307,10 +319,10 @@ impl Queue {
         side.unreported = 0;
         let mut shared = self.lock_shared();
         shared.items.clear();
-        self.len.store(0, Ordering::SeqCst);
+        self.hot.len.store(0, Ordering::SeqCst);
         drop(shared);
         drop(side);
-        self.writer_waiting.store(false, Ordering::SeqCst);
+        self.hot.writer_waiting.store(false, Ordering::SeqCst);
         self.writer.wake();
     }
 
