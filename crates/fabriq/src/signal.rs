@@ -156,8 +156,12 @@ impl Signal {
     }
 
     /// Whether the signal was raised since the last call.
+    ///
+    /// Looks before it swaps: a socket calls this on every send and
+    /// receive, and a read leaves the cache line shared with the threads
+    /// that raise, where a swap would take it from them each time.
     pub(crate) fn take_dirty(&self) -> bool {
-        self.dirty.swap(false, Ordering::AcqRel)
+        self.dirty.load(Ordering::Acquire) && self.dirty.swap(false, Ordering::AcqRel)
     }
 
     /// Whether a sleep on the signal would return at once (the loom
