@@ -335,7 +335,7 @@ fn a_publisher_feeds_a_thousand_subscribers() {
         assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01");
     }
     let start = Instant::now();
-    let mut msg = vec![0u8; PUB_SIZE];
+    let mut msg = [0u8; PUB_SIZE];
     for n in 0..PUB_MSGS {
         msg[..4].copy_from_slice(&(n as u32).to_be_bytes());
         xpub.send(&msg[..], 0).unwrap();
