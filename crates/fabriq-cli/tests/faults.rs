@@ -248,11 +248,68 @@ fn loss_pub_sub_ofi_tcp() {
 
 // ---- the link down and up ----------------------------------------------
 
-/// PUSH in b to PULL in a, both with heartbeats. 100 lines arrive; the
-/// link goes down; 100 more are pushed into the dead connection; both
-/// sides drop it (heartbeat timeout); the link comes back; 100 more. The
-/// connection is made again and the last 100 all arrive; of the middle
-/// 100, those written into the dead connection are lost.
+/// What a PUSH/PULL stream through a fault came to.
+struct Through {
+    /// The line numbers the PULL printed, in order.
+    got: Vec<u32>,
+    /// From the fault to the end of `detected`'s wait.
+    detected: Duration,
+    /// From the end of the fault to the last line.
+    recovered: Duration,
+}
+
+/// Pushes 400 lines from `push` to `pull` across a fault, in four
+/// hundreds: 1-100 before it (all must arrive); 101-200 right after
+/// `inject` (written into the connection the fault kills: may be lost);
+/// 201-300 once `detected` says the PUSH dropped that connection (held
+/// by the PUSH: all must arrive); 301-400 after `heal`. Asserts what
+/// PUSH/PULL promises: no line repeated or out of order, and every line
+/// the sender still held delivered.
+fn push_through_fault(
+    pull: &Proc,
+    push: &mut Proc,
+    inject: impl FnOnce(),
+    detected: impl FnOnce(),
+    heal: impl FnOnce(),
+) -> Through {
+    push_range(push, 1, 100);
+    let mut got = pull_until(pull, 100);
+    assert_eq!(got.len(), 100, "{}", pull.log());
+    inject();
+    let fault = Instant::now();
+    push_range(push, 101, 200);
+    detected();
+    let detected = fault.elapsed();
+    push_range(push, 201, 300);
+    heal();
+    let healed = Instant::now();
+    push_range(push, 301, 400);
+    got.extend(pull_until(pull, 400));
+    let recovered = healed.elapsed();
+    let missing: Vec<u32> = (201..=400).filter(|n| !got.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "held lines lost: {missing:?}\n{}",
+        pull.log()
+    );
+    Through {
+        got,
+        detected,
+        recovered,
+    }
+}
+
+impl Through {
+    /// Of the 100 lines written into the dead connection, how many came.
+    fn middle(&self) -> usize {
+        self.got.iter().filter(|n| (101..=200).contains(*n)).count()
+    }
+}
+
+/// PUSH in b to PULL in a, both with heartbeats, across the link going
+/// down (`push_through_fault`): both sides drop the dead connection
+/// (heartbeat timeout), the PUSH tries to connect again while the link
+/// is still down, then the link comes back and the connection is made.
 fn link_flap_push_pull(scheme: &str) {
     let hosts = Hosts::new();
     let (a, b) = (&hosts.a, &hosts.b);
@@ -263,35 +320,27 @@ fn link_flap_push_pull(scheme: &str) {
     let ep = pull.bound("");
     let port = port_of(&ep);
     let mut push = b.fabriq("fabriq push", &with_heartbeats(&["push", "--connect", &ep]));
-    push_range(&mut push, 1, 100);
-    assert_eq!(pull_until(&pull, 100).len(), 100, "{}", pull.log());
-
-    a.set_link(false);
-    let down = Instant::now();
-    push_range(&mut push, 101, 200);
-    wait_dropped(b, port, "PUSH drops the dead connection");
-    let detected = down.elapsed();
-    wait_dropped(a, port, "PULL drops the dead connection");
-    wait_reconnecting(b, port);
-    a.set_link(true);
-    let up = Instant::now();
-    let outage = up - down;
-    push_range(&mut push, 201, 300);
-    let got = pull_until(&pull, 300);
-    let recovered = up.elapsed();
-    let middle = got.iter().filter(|&&n| n <= 200).count();
-    // Everything sent after the fault was detected arrives.
-    assert!((201..=300).all(|n| got.contains(&n)), "{got:?}");
-    push_done(push, 300);
+    let through = push_through_fault(
+        &pull,
+        &mut push,
+        || a.set_link(false),
+        || {
+            wait_dropped(b, port, "PUSH drops the dead connection");
+            wait_dropped(a, port, "PULL drops the dead connection");
+            wait_reconnecting(b, port);
+        },
+        || a.set_link(true),
+    );
+    push_done(push, 400);
+    let middle = through.middle();
     eprintln!(
-        "faults: link down {:.1} s {scheme} push/pull: sent 300 received {} lost {} \
-         (of the 100 sent into the dead connection), dead connection dropped after {:.2} s, \
-         last line {:.2} s after the link came up",
-        outage.as_secs_f64(),
-        200 + middle,
+        "faults: link down {scheme} push/pull: sent 400 received {} lost {} \
+         (of the 100 sent into the dead connection); both sides had dropped it and PUSH \
+         was retrying {:.2} s after the link went down; line 400 {:.2} s after it came up",
+        300 + middle,
         100 - middle,
-        detected.as_secs_f64(),
-        recovered.as_secs_f64()
+        through.detected.as_secs_f64(),
+        through.recovered.as_secs_f64(),
     );
 }
 
@@ -330,6 +379,7 @@ fn link_flap_pub_sub(scheme: &str) {
     sent += 100;
     wait_dropped(b, port, "SUB drops the dead connection");
     let detected = down.elapsed();
+    wait_dropped(a, port, "PUB drops the dead connection");
     wait_reconnecting(b, port);
     a.set_link(true);
     let up = Instant::now();
@@ -654,11 +704,11 @@ fn freeze_pub_sub(scheme: &str) {
     publisher.success();
 }
 
-/// PULL in a frozen past the heartbeat timeout of the PUSH in b (which
-/// alone has heartbeats): PUSH drops the connection; lines pushed then
-/// are queued; after SIGCONT PUSH connects again and they arrive.
-/// What PUSH had written before it dropped the connection sat in the
-/// frozen PULL's kernel buffer: counted, not required.
+/// PULL in a frozen (SIGSTOP) past the heartbeat timeout of the PUSH in
+/// b, which alone has heartbeats (`push_through_fault`). The frozen
+/// side's kernel still accepts connections, so the PUSH's connections
+/// come and go: detection is the first one being replaced. After
+/// SIGCONT the PULL reads what its kernel held and the PUSH connects.
 fn freeze_push_pull(scheme: &str) {
     let hosts = Hosts::new();
     let (a, b) = (&hosts.a, &hosts.b);
@@ -669,39 +719,40 @@ fn freeze_push_pull(scheme: &str) {
     let ep = pull.bound("");
     let port = port_of(&ep);
     let mut push = b.fabriq("fabriq push", &with_heartbeats(&["push", "--connect", &ep]));
-    push_range(&mut push, 1, 100);
-    assert_eq!(pull_until(&pull, 100).len(), 100, "{}", pull.log());
-
-    signal(&pull, "STOP");
-    push_range(&mut push, 101, 200);
-    // The frozen side's kernel accepts the reconnection, so the PUSH's
-    // connections come and go: wait for the first one to be replaced.
-    let old: Vec<u16> = b.established(port).iter().map(|c| c.local.port()).collect();
-    let detected = wait_until(
-        "PUSH drops the frozen PULL's connection",
-        OUTAGE_LIMIT,
+    let old = std::cell::OnceCell::new();
+    let through = push_through_fault(
+        &pull,
+        &mut push,
         || {
-            !b.established(port)
-                .iter()
-                .any(|c| old.contains(&c.local.port()))
+            let ports: Vec<u16> = b.established(port).iter().map(|c| c.local.port()).collect();
+            old.set(ports).unwrap();
+            signal(&pull, "STOP");
         },
-        || format!("{:#?}", b.connections()),
+        || {
+            let old = old.get().unwrap();
+            wait_until(
+                "PUSH drops the frozen PULL's connection",
+                OUTAGE_LIMIT,
+                || {
+                    !b.established(port)
+                        .iter()
+                        .any(|c| old.contains(&c.local.port()))
+                },
+                || format!("{:#?}", b.connections()),
+            );
+        },
+        || signal(&pull, "CONT"),
     );
-    signal(&pull, "CONT");
-    let resumed = Instant::now();
-    push_range(&mut push, 201, 300);
-    let got = pull_until(&pull, 300);
-    let flowing = resumed.elapsed();
-    assert!((201..=300).all(|n| got.contains(&n)), "{got:?}");
-    let middle = got.iter().filter(|&&n| n <= 200).count();
-    push_done(push, 300);
+    push_done(push, 400);
+    let middle = through.middle();
     eprintln!(
-        "faults: SIGSTOP {scheme} push/pull: sent 300 received {} lost {}; connection \
-         dropped {:.2} s after SIGSTOP, line 300 {:.2} s after SIGCONT",
-        100 + got.len(),
+        "faults: SIGSTOP {scheme} push/pull: sent 400 received {} lost {} (of the 100 \
+         sent into the dropped connection); dropped {:.2} s after SIGSTOP, line 400 {:.2} s \
+         after SIGCONT",
+        300 + middle,
         100 - middle,
-        detected.as_secs_f64(),
-        flowing.as_secs_f64()
+        through.detected.as_secs_f64(),
+        through.recovered.as_secs_f64()
     );
 }
 
