@@ -279,15 +279,16 @@ impl Host {
     }
 
     /// Drops `percent` % of the packets coming into this namespace, at
-    /// random, with an nftables rule (the kernel has no tc netem here);
-    /// [`Host::dropped`] reads how many the rule took.
+    /// random, with an nftables rule (the kernel has no tc netem here),
+    /// after a rule that counts them all: [`Host::incoming`] and
+    /// [`Host::dropped`] read the two counters.
     pub fn drop_incoming(&self, percent: u32) {
         require_nft();
-        let rule = format!("numgen random mod 100 < {percent} counter drop");
         for cmd in [
             "add table inet fq".to_string(),
             "add chain inet fq input { type filter hook input priority 0 ; }".to_string(),
-            format!("add rule inet fq input {rule}"),
+            "add rule inet fq input counter".to_string(),
+            format!("add rule inet fq input numgen random mod 100 < {percent} counter drop"),
         ] {
             let args: Vec<&str> = cmd.split(' ').collect();
             let done = run(&mut self.command("nft", &args));
@@ -295,18 +296,31 @@ impl Host {
         }
     }
 
+    /// Packets that came into the namespace since [`Host::drop_incoming`].
+    pub fn incoming(&self) -> u64 {
+        self.nft_counters()[0]
+    }
+
     /// Packets the [`Host::drop_incoming`] rule has dropped so far.
     pub fn dropped(&self) -> u64 {
+        self.nft_counters()[1]
+    }
+
+    /// The packet counts of the rules of the `fq` input chain, in order.
+    fn nft_counters(&self) -> Vec<u64> {
         let done = run(&mut self.command("nft", &["list", "chain", "inet", "fq", "input"]));
         assert!(done.status.success(), "nft list: {}", done.err_text());
-        done.stdout
+        let counts: Vec<u64> = done
+            .stdout
             .iter()
-            .find_map(|l| {
+            .filter_map(|l| {
                 let mut words = l.split_whitespace().skip_while(|w| *w != "packets");
                 words.next()?;
                 words.next()?.parse().ok()
             })
-            .unwrap_or_else(|| panic!("no packet counter in {:?}", done.stdout))
+            .collect();
+        assert_eq!(counts.len(), 2, "two counters in {:?}", done.stdout);
+        counts
     }
 
     /// The established connections of this namespace with `port` at
