@@ -292,7 +292,7 @@ pub struct Tuning {
     )]
     pub heartbeat_ivl: Option<i32>,
     /// With --heartbeat-ivl: drop the connection when nothing came from the peer for MS ms
-    /// (ZMQ_HEARTBEAT_TIMEOUT) [default: the heartbeat interval]
+    /// (ZMQ_HEARTBEAT_TIMEOUT; 0: the interval) [default: the heartbeat interval]
     #[arg(
         long,
         value_name = "MS",
