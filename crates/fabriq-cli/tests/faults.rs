@@ -550,7 +550,7 @@ fn kill_restart_pub_sub(scheme: &str) {
 
 /// REQ in a (`--req-relaxed --req-correlate`) of REP in b. One request is
 /// answered; REP is frozen, the second request reaches its kernel buffer
-/// (Recv-Q), and REP is killed: the request is lost with it. A new REP
+/// (`Recv-Q` in `ss`), and REP is killed: the request is lost with it. A new REP
 /// binds the same port; the REQ, which never got its reply, sends a third
 /// request (a strict REQ could not: it waits for the lost reply forever),
 /// and that one is answered.
@@ -581,21 +581,28 @@ fn kill_restart_req_relaxed(scheme: &str) {
 
     signal(&rep, "STOP");
     req.send_line("request 2");
-    if scheme == "tcp" {
-        // Over tcp:// the request is in the frozen REP's socket buffer.
-        wait_until(
-            "request 2 waits in the frozen REP's socket",
-            WAIT,
-            || b.established(port).iter().any(|c| c.recv_q > 0),
-            || format!("{:#?}", b.connections()),
-        );
-    }
+    // The request waits in the frozen REP's socket buffer: over tcp:// in
+    // the ZMTP connection, over ofi+tcp:// in the fabric's (any
+    // connection from the REQ's host with unread bytes).
+    wait_until(
+        "request 2 waits in the frozen REP's socket",
+        WAIT,
+        || {
+            b.connections()
+                .iter()
+                .any(|c| c.peer.ip().to_string() == a.ip && c.recv_q > 0)
+        },
+        || format!("{:#?}", b.connections()),
+    );
     rep.kill();
     wait_dropped(a, port, "REQ sees the killed REP's connection close");
     let rep = b.fabriq("fabriq rep again", &["rep", "--bind", &ep]);
     assert_eq!(rep.bound(""), ep);
     let bound = Instant::now();
     req.send_line("request 3");
+    // Request 2 went with the killed REP; were it still queued in the
+    // REQ, the new REP would get it first (and the REQ drop or print its
+    // reply): seen here as a failure, since the wait above says it left.
     assert_eq!(rep.line(), "request 3", "{}", rep.log());
     assert_eq!(req.line(), "request 3", "{}", req.log());
     let answered = bound.elapsed();
