@@ -75,7 +75,9 @@ Examples:
   fabriq req --connect tcp://127.0.0.1:5555 --data ping -n 3
 
 Each message is sent when the reply to the previous one has arrived; with
--n N the command ends after N replies.";
+-n N the command ends after N replies. With --req-relaxed each input line is
+sent as soon as it is read, answered or not (add --req-correlate so that a
+late reply to an abandoned request is dropped, as libzmq does).";
 
 const REP_HELP: &str = "\
 Examples:
@@ -209,7 +211,7 @@ pub enum Command {
     Pull(RecvArgs),
     /// Send requests and print the replies (REQ)
     #[command(after_help = REQ_HELP)]
-    Req(SendArgs),
+    Req(ReqArgs),
     /// Print requests and answer them (REP)
     #[command(after_help = REP_HELP)]
     Rep(RepArgs),
@@ -289,6 +291,15 @@ pub struct Tuning {
         value_parser = clap::value_parser!(i32).range(0..)
     )]
     pub heartbeat_ivl: Option<i32>,
+    /// With --heartbeat-ivl: drop the connection when nothing came from the peer for MS ms
+    /// (ZMQ_HEARTBEAT_TIMEOUT; 0: the interval) [default: the heartbeat interval]
+    #[arg(
+        long,
+        value_name = "MS",
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(i32).range(0..)
+    )]
+    pub heartbeat_timeout: Option<i32>,
 }
 
 /// Socket options of the pattern subcommands: the shared ones, linger
@@ -489,6 +500,20 @@ pub struct SendArgs {
     pub format: FormatOpts,
     #[command(flatten)]
     pub socket: SocketOpts,
+}
+
+/// `req`: a sending type with REQ's own options.
+#[derive(Args, Debug, Clone)]
+pub struct ReqArgs {
+    #[command(flatten)]
+    pub send: SendArgs,
+    /// Let a new request go out while the last one is unanswered (ZMQ_REQ_RELAXED): the
+    /// next input line is sent at once, so a request whose REP died can be asked again
+    #[arg(long, help_heading = "Socket options")]
+    pub req_relaxed: bool,
+    /// Number requests and drop replies that are not to the last one (ZMQ_REQ_CORRELATE)
+    #[arg(long, help_heading = "Socket options")]
+    pub req_correlate: bool,
 }
 
 /// Receiving types: `pull`.
@@ -741,6 +766,33 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn req_options_and_heartbeat_timeout() {
+        let parsed = Cli::try_parse_from([
+            "fabriq",
+            "req",
+            "--connect",
+            "tcp://127.0.0.1:1",
+            "--req-relaxed",
+            "--req-correlate",
+            "--heartbeat-ivl",
+            "200",
+            "--heartbeat-timeout",
+            "1000",
+        ]);
+        match parsed.map(|c| c.command) {
+            Ok(Command::Req(a)) => {
+                assert!(a.req_relaxed && a.req_correlate);
+                assert_eq!(a.send.socket.tuning.heartbeat_ivl, Some(200));
+                assert_eq!(a.send.socket.tuning.heartbeat_timeout, Some(1000));
+            }
+            other => panic!("{other:?}"),
+        }
+        // REQ's own options belong to req alone.
+        let push = ["fabriq", "push", "--connect", "tcp://127.0.0.1:1"];
+        assert!(Cli::try_parse_from(push.iter().chain(&["--req-relaxed"])).is_err());
     }
 
     #[test]

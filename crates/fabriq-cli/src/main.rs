@@ -30,7 +30,7 @@ use clap::Parser;
 
 use args::{Cli, Command};
 use error::{CliError, Ending};
-use pattern::{run_pattern, Spec};
+use pattern::{run_pattern, ReqMode, Spec};
 use run::Role;
 use wake::Wake;
 
@@ -142,15 +142,19 @@ fn dispatch(command: Command, wake: &Wake) -> Result<Ending, CliError> {
             a.format,
         ),
         Command::Req(a) => Spec {
-            load: Some(a.load),
+            load: Some(a.send.load),
+            req: ReqMode {
+                relaxed: a.req_relaxed,
+                correlate: a.req_correlate,
+            },
             ..Spec::new(
                 name,
                 fabriq::REQ,
                 Role::Req,
-                a.endpoints,
-                a.socket,
-                a.run,
-                a.format,
+                a.send.endpoints,
+                a.send.socket,
+                a.send.run,
+                a.send.format,
             )
         },
         Command::Rep(a) => Spec {

@@ -42,6 +42,17 @@ pub struct Spec {
     pub prefix: Option<String>,
     /// `rep --reply`.
     pub reply: Option<String>,
+    /// `req --req-relaxed`, `--req-correlate`.
+    pub req: ReqMode,
+}
+
+/// REQ's own options (both off elsewhere).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReqMode {
+    /// ZMQ_REQ_RELAXED: a request may go out before the last one's reply.
+    pub relaxed: bool,
+    /// ZMQ_REQ_CORRELATE: replies to older requests are dropped.
+    pub correlate: bool,
 }
 
 impl Spec {
@@ -67,6 +78,7 @@ impl Spec {
             subscribe: None,
             prefix: None,
             reply: None,
+            req: ReqMode::default(),
         }
     }
 
@@ -135,6 +147,16 @@ pub fn run_pattern(spec: Spec, wake: &Wake) -> Result<Ending, CliError> {
                 .map_err(|e| runtime("cannot subscribe", e))?;
         }
     }
+    if spec.req.relaxed {
+        socket
+            .set_req_relaxed(true)
+            .map_err(|e| runtime("cannot set --req-relaxed", e))?;
+    }
+    if spec.req.correlate {
+        socket
+            .set_req_correlate(true)
+            .map_err(|e| runtime("cannot set --req-correlate", e))?;
+    }
     if spec.kind == fabriq::ROUTER {
         // Report messages for unknown peers instead of dropping them.
         socket
@@ -178,6 +200,7 @@ pub fn run_pattern(spec: Spec, wake: &Wake) -> Result<Ending, CliError> {
         source,
         printer: receives.then(|| Printer::new(codec.clone())),
         reply,
+        relaxed: spec.req.relaxed,
         preload,
         count,
         deadline: spec.run.timeout.map(|t| started + t),

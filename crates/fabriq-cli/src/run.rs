@@ -58,6 +58,9 @@ pub struct Job {
     pub printer: Option<Printer>,
     /// What REP answers.
     pub reply: Reply,
+    /// REQ with ZMQ_REQ_RELAXED: the next request need not wait for the
+    /// last one's reply (the socket allows it, so the loop does too).
+    pub relaxed: bool,
     /// Messages sent first and not counted (XSUB's subscriptions).
     pub preload: Vec<Vec<Bytes>>,
     /// `-n`.
@@ -132,7 +135,7 @@ impl Job {
         st.outbox.is_empty()
             && !st.source_done
             && below_count
-            && !(self.role == Role::Req && st.awaiting)
+            && !(self.role == Role::Req && st.awaiting && !self.relaxed)
     }
 
     fn wants_input(&self, st: &State) -> bool {

@@ -34,6 +34,9 @@ pub fn open(
     if let Some(ivl) = tuning.heartbeat_ivl {
         option("--heartbeat-ivl", socket.set_heartbeat_ivl(ivl))?;
     }
+    if let Some(timeout) = tuning.heartbeat_timeout {
+        option("--heartbeat-timeout", socket.set_heartbeat_timeout(timeout))?;
+    }
     if let Some(id) = identity {
         let bytes = parse_identity(id.as_bytes())
             .map_err(|e| CliError::Usage(format!("--identity: {e}")))?;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
@@ -308,4 +310,45 @@ pub fn publish_until_received(mut send: impl FnMut(u32), receiver: &Proc) -> Str
         "nothing arrived after {round} rounds of publishing\n{}",
         receiver.log()
     );
+}
+
+/// PUB/SUB after the subscription is in: `sub` has printed every line
+/// before `expect`, and the publisher has sent every one before `sent`.
+/// Publishes up to `last` in batches of 100, each read to its end before
+/// the next is sent (so queues stay far below the high-water mark), and
+/// asserts that the subscriber prints `line(expect)`, `line(expect + 1)`
+/// ... in order: nothing lost, repeated or reordered. Returns those lines.
+pub fn publish_in_order(
+    publisher: &mut Proc,
+    sub: &Proc,
+    line: impl Fn(u32) -> String,
+    mut expect: u32,
+    mut sent: u32,
+    last: u32,
+) -> Vec<String> {
+    let mut received = Vec::new();
+    loop {
+        while expect < sent {
+            let got = sub.line();
+            assert_eq!(got, line(expect), "{}", sub.log());
+            received.push(got);
+            expect += 1;
+        }
+        if sent >= last {
+            return received;
+        }
+        let batch_end = (sent + 100).min(last);
+        for i in sent..batch_end {
+            publisher.send_line(&line(i));
+        }
+        sent = batch_end;
+    }
+}
+
+/// The number in a line `PREFIX NUMBER ...`.
+pub fn number_in(line: &str, prefix: &str) -> u32 {
+    line.strip_prefix(prefix)
+        .and_then(|t| t.trim_start().split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a line {prefix:?} N: {line:?}"))
 }
