@@ -78,11 +78,26 @@ impl Waker {
         }
     }
 
+    /// Wakes a socket for data alone (an item, or room): its pipes did not
+    /// change, so it need not look for new or dead ones (see
+    /// [`Signal::raise_data`]).
+    fn wake_for_data(&self) {
+        match self {
+            Waker::Socket(signal) => signal.raise_data(),
+            Waker::Peer(peer) => peer.wake(),
+            Waker::Deferred(cell) => {
+                if let Some(signal) = cell.get() {
+                    signal.raise_data();
+                }
+            }
+        }
+    }
+
     /// Wakes the reader of `queue`, which was waiting for an item.
     fn item_for(&self, queue: &Queue) {
         match self {
             Waker::Peer(peer) => peer.output_ready(queue),
-            other => other.wake(),
+            other => other.wake_for_data(),
         }
     }
 }
@@ -299,7 +314,7 @@ impl Queue {
         if self.hot.writer_waiting.load(Ordering::SeqCst)
             && self.hot.writer_waiting.swap(false, Ordering::SeqCst)
         {
-            self.writer.wake();
+            self.writer.wake_for_data();
         }
     }
 

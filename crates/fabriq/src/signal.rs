@@ -94,8 +94,9 @@ pub(crate) struct Signal {
     /// On while the eventfd holds a count or a raiser is about to write
     /// one: lets `raise` skip the write when a wake-up is already pending.
     raised: AtomicBool,
-    /// Set by every `raise`, reset only by [`Signal::take_dirty`]: tells
-    /// the socket that its pipes may have changed (a peer came or went),
+    /// Set by every `raise` (not by `raise_data`), reset only by
+    /// [`Signal::take_dirty`]: tells the socket that its pipes may have
+    /// changed (a peer came or went),
     /// so its housekeeping can be skipped while nothing did.
     dirty: AtomicBool,
     /// How many clears took a count: lets the async API see that an
@@ -115,9 +116,19 @@ impl Signal {
         })
     }
 
-    /// Wakes whoever waits on this signal. Cheap when already raised.
+    /// Wakes whoever waits on this signal, and marks its pipes as changed
+    /// (a pipe came or may have died). Cheap when already raised.
     pub(crate) fn raise(&self) {
         self.dirty.store(true, Ordering::Release);
+        self.raise_data();
+    }
+
+    /// Wakes whoever waits on this signal for data alone: an item arrived
+    /// or room appeared in a pipe it has. The socket's housekeeping
+    /// (taking new pipes, pruning dead ones, a look at every pipe) is not
+    /// asked for, so a socket with thousands of pipes does not scan them
+    /// all at every wake-up.
+    pub(crate) fn raise_data(&self) {
         if !self.raised.swap(true, Ordering::AcqRel) {
             self.counter.add_one();
         }
