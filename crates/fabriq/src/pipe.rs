@@ -13,7 +13,6 @@
 //! calls for wake-ups, and the reader takes queued items in batches.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -22,7 +21,7 @@ use fabriq_zmtp::Multipart;
 
 use crate::message::Metadata;
 use crate::signal::Signal;
-use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// What travels through a pipe.
 #[derive(Debug, Clone)]
@@ -97,7 +96,21 @@ impl Waker {
     fn item_for(&self, queue: &Queue) {
         match self {
             Waker::Peer(peer) => peer.output_ready(queue),
-            other => other.wake_for_data(),
+            Waker::Socket(signal) => queue.announce(signal),
+            Waker::Deferred(cell) => {
+                if let Some(signal) = cell.get() {
+                    queue.announce(signal);
+                }
+            }
+        }
+    }
+
+    /// The socket signal this waker raises, if it is a socket's.
+    fn signal(&self) -> Option<Arc<Signal>> {
+        match self {
+            Waker::Socket(signal) => Some(signal.clone()),
+            Waker::Deferred(cell) => cell.get().cloned(),
+            Waker::Peer(_) => None,
         }
     }
 }
@@ -146,6 +159,11 @@ pub(crate) struct Queue {
     reader_closed: AtomicBool,
     /// Keep only the newest item (ZMQ_CONFLATE); the HWM does not apply.
     conflate: AtomicBool,
+    /// The pipe's id in its reader's socket (0 until [`Queue::announce_as`]).
+    reader_id: AtomicU64,
+    /// The id is in the reader's signal, not yet taken (see
+    /// [`Queue::announce`]).
+    announced: AtomicBool,
     reader: Waker,
     writer: Waker,
 }
@@ -176,6 +194,8 @@ impl Queue {
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
             conflate: AtomicBool::new(false),
+            reader_id: AtomicU64::new(0),
+            announced: AtomicBool::new(false),
             reader,
             writer,
         })
@@ -239,6 +259,36 @@ impl Queue {
         if wake {
             self.reader.item_for(self);
         }
+    }
+
+    /// Names this queue, as its reader's socket knows the pipe: the reader's
+    /// wake-ups for an item then say which pipe has it (see `Pipes`).
+    pub(crate) fn announce_as(&self, id: PipeId) {
+        self.reader_id.store(id, Ordering::Relaxed);
+    }
+
+    /// The signal of the socket that reads this queue, if a socket does.
+    pub(crate) fn reader_signal(&self) -> Option<Arc<Signal>> {
+        self.reader.signal()
+    }
+
+    /// Wakes the reader's socket for an item here, naming the pipe unless
+    /// its name is already waiting to be taken. (The id is read after the
+    /// shared lock that saw the reader waiting, and the reader set it
+    /// before its first look, so it is never missed.)
+    fn announce(&self, signal: &Signal) {
+        let id = self.reader_id.load(Ordering::Relaxed);
+        if id != 0 && !self.announced.swap(true, Ordering::AcqRel) {
+            signal.raise_for_pipe(id);
+        } else {
+            signal.raise_data();
+        }
+    }
+
+    /// The reader took this pipe's name from its signal: the next wake-up
+    /// names it again. Called before the reader looks at the queue.
+    pub(crate) fn clear_announced(&self) {
+        self.announced.store(false, Ordering::Release);
     }
 
     /// Withdraws the reader's request for a wake-up (the next push will
@@ -368,11 +418,13 @@ impl Queue {
 /// Identifies a pipe within its socket.
 pub(crate) type PipeId = u64;
 
-static NEXT_PIPE_ID: AtomicU64 = AtomicU64::new(1);
+// A std atomic even under loom: loom's cannot be a static, and the
+// counter is outside every modelled protocol.
+static NEXT_PIPE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A fresh pipe id.
 pub(crate) fn next_pipe_id() -> PipeId {
-    NEXT_PIPE_ID.fetch_add(1, Ordering::Relaxed)
+    NEXT_PIPE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What a socket knows about the peer at the other end of a pipe.

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, Mutex, Ordering};
 
 /// The counter a signal sleeps on: an eventfd. Under loom the count lives
 /// in a modelled atomic instead (loom cannot see system calls); the
@@ -104,6 +104,10 @@ pub(crate) struct Signal {
     /// need (see `asynchronous.rs`). A plain counter, outside the protocol
     /// (so not modelled by loom), bumped only after a successful read.
     takes: std::sync::atomic::AtomicU64,
+    /// Ids of the pipes whose writers woke the socket for an item since
+    /// the socket last took them (see `Queue::announce`), each at most
+    /// once: a socket with many pipes looks only at these.
+    woken: Mutex<Vec<u64>>,
 }
 
 impl Signal {
@@ -113,6 +117,7 @@ impl Signal {
             raised: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
             takes: std::sync::atomic::AtomicU64::new(0),
+            woken: Mutex::new(Vec::new()),
         })
     }
 
@@ -132,6 +137,24 @@ impl Signal {
         if !self.raised.swap(true, Ordering::AcqRel) {
             self.counter.add_one();
         }
+    }
+
+    /// [`Signal::raise_data`] for an item in the pipe `id`, which is named
+    /// in the list [`Signal::take_woken`] returns. The id is listed before
+    /// the raise, so a socket that takes the list after clearing the
+    /// signal sees it or is woken again.
+    pub(crate) fn raise_for_pipe(&self, id: u64) {
+        self.woken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id);
+        self.raise_data();
+    }
+
+    /// Moves the ids listed by [`Signal::raise_for_pipe`] into `into`.
+    pub(crate) fn take_woken(&self, into: &mut Vec<u64>) {
+        let mut woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+        into.append(&mut woken);
     }
 
     /// Resets the signal. Call before looking at the state it guards, so a

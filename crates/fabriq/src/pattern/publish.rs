@@ -8,41 +8,15 @@
 //! its last (every one with XPUB_VERBOSE_UNSUBSCRIBE), including when a
 //! subscriber disconnects. Other messages from subscribers pass through.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use fabriq_zmtp::{Multipart, SocketType};
 
-use super::{not_supported, Pattern, Pipes, Received, Topics};
+use super::{not_supported, ByPipe, Pattern, Pipes, Received, Topics};
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::pipe::{Item, PipeEnd, PipeId};
-
-/// Hashes pipe ids (unique counters) with one multiplication: the map is
-/// looked up once per peer per message sent, where SipHash cost more than
-/// the rest of the routing.
-#[derive(Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Fibonacci hashing: spreads sequential ids over the high bits too.
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type ByPipe<V> = HashMap<PipeId, V, BuildHasherDefault<IdHasher>>;
+use crate::pipe::{Item, PipeEnd};
 
 pub(crate) struct Publish {
     xpub: bool,

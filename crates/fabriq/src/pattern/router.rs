@@ -71,7 +71,7 @@ impl Pattern for Router {
             }
             // Handover: the new connection takes the identity over.
             if let Some(i) = self.pipes.index_of(old) {
-                self.pipes.list.remove(i).close();
+                self.pipes.remove(i).close();
             }
             self.forget(old);
             announced
