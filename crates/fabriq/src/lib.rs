@@ -63,7 +63,7 @@ pub use error::{last_error_detail, Error, Result};
 pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};
 pub use message::Message;
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
-pub use proxy::{proxy, proxy_with_capture};
+pub use proxy::{proxy, proxy_steerable, proxy_steerable_with_capture, proxy_with_capture};
 pub use socket::{Sendable, Socket};
 
 /// Send flag: do not block; fail with `EAGAIN` instead.

@@ -36,6 +36,10 @@ pub(crate) struct Options {
     pub conflate: bool,
     pub router_mandatory: bool,
     pub router_handover: bool,
+    /// DEALER, ROUTER, REQ: an empty message to each new peer.
+    pub probe_router: bool,
+    /// `ZMQ_SOCKS_PROXY` (recorded; connections do not use it).
+    pub socks_proxy: String,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -112,6 +116,8 @@ impl Default for Options {
             conflate: false,
             router_mandatory: false,
             router_handover: false,
+            probe_router: false,
+            socks_proxy: String::new(),
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

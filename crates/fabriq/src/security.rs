@@ -158,6 +158,47 @@ impl Socket {
         Ok(())
     }
 
+    /// GSSAPI is not built in (`has("gssapi")` is false): `EINVAL`, as
+    /// libzmq built without GSSAPI answers for its options.
+    pub fn is_gssapi_server(&self) -> Result<bool> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_server(&self, _value: bool) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn is_gssapi_plaintext(&self) -> Result<bool> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_plaintext(&self, _value: bool) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn get_gssapi_principal(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_principal(&self, _value: &str) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn get_gssapi_service_principal(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_service_principal(&self, _value: &str) -> Result<()> {
+        no_gssapi()
+    }
+
     /// Whether the socket is a CURVE server.
     pub fn is_curve_server(&self) -> Result<bool> {
         let opts = &self.core().opts;
@@ -279,4 +320,11 @@ mod tests {
         assert_eq!(curve_key("k", &bad), Err(Error::EINVAL));
         assert!(crate::last_error_detail().unwrap().contains("offset 3"));
     }
+}
+
+fn no_gssapi<T>() -> Result<T> {
+    crate::error::err(
+        crate::Error::EINVAL,
+        "GSSAPI is not built into fabriq (has(\"gssapi\") is false)",
+    )
 }

@@ -697,8 +697,9 @@ int_options! {
     (get_heartbeat_ivl, set_heartbeat_ivl) => heartbeat_ivl [0, i32::MAX],
     /// TTL announced in PINGs, in ms (rounded down to 100 ms).
     (get_heartbeat_ttl, set_heartbeat_ttl) => heartbeat_ttl [0, 6_553_599],
-    /// Time to wait for traffic after a PING, in ms (-1: the interval).
-    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout [-1, i32::MAX],
+    /// Time to wait for traffic after a PING, in ms (default -1: the
+    /// interval; only 0 and above can be set, as in libzmq).
+    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout [0, i32::MAX],
     /// Time allowed for the ZMTP handshake, in ms (0: unlimited).
     (get_handshake_ivl, set_handshake_ivl) => handshake_ivl [0, i32::MAX],
     /// Time allowed for a tcp connect, in ms (0: the OS default).
@@ -869,12 +870,73 @@ macro_rules! typed_bool_options {
     };
 }
 
-typed_bool_options! {
+/// Boolean options of one socket type that libzmq 4.3 can set but not
+/// read: the setter answers EINVAL on other socket types, the getter
+/// always answers EINVAL (as `zmq_getsockopt` does for them).
+macro_rules! write_only_bool_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident for $($ty:ident)|+ ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                ///
+                /// The getter fails with `EINVAL`: libzmq 4.3 has no getter
+                /// for this option.
+                pub fn $get(&self) -> Result<bool> {
+                    err(
+                        Error::EINVAL,
+                        format!("{} cannot be read (libzmq 4.3 has no getter for it)", stringify!($field)),
+                    )
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: bool) -> Result<()> {
+                    if !matches!(self.shared.socket_type, $(ZmtpType::$ty)|+) {
+                        return err(
+                            Error::EINVAL,
+                            format!("{} is an option of {} sockets", stringify!($field), stringify!($($ty)|+)),
+                        );
+                    }
+                    self.core().opts.$field = value;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+write_only_bool_options! {
     /// ROUTER: refuse unroutable messages (EHOSTUNREACH) instead of
-    /// dropping them.
+    /// dropping them, and say EAGAIN when the peer's pipe is full.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let router = ctx.socket(fabriq::ROUTER).unwrap();
+    /// router.set_router_mandatory(true).unwrap();
+    /// let sent = router.send_multipart(["nobody", "hello"], fabriq::DONTWAIT);
+    /// assert_eq!(sent, Err(fabriq::Error::EHOSTUNREACH));
+    /// ```
     (is_router_mandatory, set_router_mandatory) => router_mandatory for Router,
     /// ROUTER: a new peer with a taken identity takes it over.
     (is_router_handover, set_router_handover) => router_handover for Router,
+    /// DEALER, ROUTER, REQ: send an empty message to each new peer as soon
+    /// as it is attached (`ZMQ_PROBE_ROUTER`), so that a ROUTER learns the
+    /// peer's routing id before it says anything.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let router = ctx.socket(fabriq::ROUTER).unwrap();
+    /// router.bind("inproc://probe-doc").unwrap();
+    /// let dealer = ctx.socket(fabriq::DEALER).unwrap();
+    /// dealer.set_identity(b"d1").unwrap();
+    /// dealer.set_probe_router(true).unwrap();
+    /// dealer.connect("inproc://probe-doc").unwrap();
+    /// router.set_rcvtimeo(5000).unwrap();
+    /// assert_eq!(router.recv_multipart(0).unwrap(), [b"d1".to_vec(), Vec::new()]);
+    /// ```
+    (is_probe_router, set_probe_router) => probe_router for Dealer | Router | Req,
+}
+
+typed_bool_options! {
     /// REQ: allow a new request before the reply to the previous one.
     (is_req_relaxed, set_req_relaxed) => req_relaxed for Req,
     /// REQ: match replies to requests with a request id.
@@ -904,6 +966,68 @@ impl Socket {
     pub fn set_affinity(&self, value: u64) -> Result<()> {
         self.core().opts.affinity = value;
         Ok(())
+    }
+}
+
+impl Socket {
+    /// Gives the socket up as a raw pointer (the zmq crate's `into_raw`).
+    ///
+    /// The pointer is fabriq's own (a boxed `Socket`), not a libzmq
+    /// socket: it can only go back through [`Socket::from_raw`]; until it
+    /// does, the socket stays open.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::PAIR).unwrap();
+    /// let raw = s.into_raw();
+    /// // SAFETY: `raw` came from `into_raw` and is used once.
+    /// let s = unsafe { fabriq::Socket::from_raw(raw) };
+    /// assert_eq!(s.get_socket_type().unwrap(), fabriq::PAIR);
+    /// ```
+    pub fn into_raw(self) -> *mut std::os::raw::c_void {
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// Takes back a socket given up with [`Socket::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `sock` must come from [`Socket::into_raw`] and must not be used
+    /// again after this call (the returned `Socket` owns it).
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw(sock: *mut std::os::raw::c_void) -> Socket {
+        // SAFETY: the caller promises `sock` is a `Box<Socket>` from
+        // `into_raw`, taken back once.
+        *unsafe { Box::from_raw(sock.cast::<Socket>()) }
+    }
+
+    /// A pointer to this socket (the zmq crate's `as_mut_ptr`). It is not
+    /// a libzmq socket and not for [`Socket::from_raw`]; it is valid while
+    /// the socket is neither moved nor dropped.
+    pub fn as_mut_ptr(&mut self) -> *mut std::os::raw::c_void {
+        (self as *mut Socket).cast()
+    }
+
+    /// The SOCKS5 proxy recorded with [`Socket::set_socks_proxy`] (empty:
+    /// none).
+    pub fn get_socks_proxy(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        Ok(Ok(self.core().opts.socks_proxy.clone()))
+    }
+
+    /// Records a SOCKS5 proxy (`ZMQ_SOCKS_PROXY`; `None` clears it). fabriq
+    /// does not use it: tcp connections go straight to the peer (see
+    /// docs/api.md).
+    pub fn set_socks_proxy(&self, value: Option<&str>) -> Result<()> {
+        self.core().opts.socks_proxy = value.unwrap_or("").to_string();
+        Ok(())
+    }
+}
+
+/// The zmq crate's `AsRawFd`: the socket's wake-up descriptor
+/// ([`Socket::get_fd`]).
+impl std::os::fd::AsRawFd for Socket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.get_fd().expect("the socket's wake-up descriptor")
     }
 }
 

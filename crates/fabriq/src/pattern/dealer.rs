@@ -17,6 +17,7 @@ pub(crate) struct Dealer {
 
 impl Pattern for Dealer {
     fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
+        super::probe(&pipe, opts);
         self.out.attach(pipe, opts);
     }
 

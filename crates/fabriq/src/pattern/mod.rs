@@ -77,6 +77,16 @@ pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
     }
 }
 
+/// PROBE_ROUTER: a new peer of a DEALER, ROUTER or REQ with the option
+/// gets an empty message before anything else, as libzmq writes it when it
+/// attaches the pipe.
+pub(crate) fn probe(pipe: &PipeEnd, opts: &Options) {
+    if opts.probe_router {
+        pipe.tx
+            .push(Item::Msg([Bytes::new()].into_iter().collect()));
+    }
+}
+
 pub(crate) fn not_supported<T>(socket_type: SocketType, what: &str) -> Result<T> {
     err(
         Error::ENOTSUP,

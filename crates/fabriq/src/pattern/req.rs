@@ -21,7 +21,8 @@ pub(crate) struct Req {
 }
 
 impl Pattern for Req {
-    fn attach(&mut self, pipe: PipeEnd, _: &Options) {
+    fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
+        super::probe(&pipe, opts);
         self.pipes.push(pipe);
     }
 
