@@ -136,6 +136,7 @@ fn complete(p: Pending, binder: &Binder) {
             p.end
                 .rx
                 .set_hwm(combined_hwm(p.connector_opts.sndhwm, opts.rcvhwm));
+            crate::pattern::probe(&p.end.tx, opts);
             socket.attach(p.end);
         }
         Binder::Monitor(sink) => {
@@ -180,6 +181,7 @@ pub(crate) fn connect(
     // a conflating binder sets it on its side when it takes the pipe.
     to_us.set_conflate(opts.conflate);
     to_binder.set_conflate(opts.conflate);
+    crate::pattern::probe(&to_binder, opts);
     let id = next_pipe_id();
     let ours = PipeEnd {
         id,

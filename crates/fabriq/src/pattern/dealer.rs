@@ -17,7 +17,6 @@ pub(crate) struct Dealer {
 
 impl Pattern for Dealer {
     fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
-        super::probe(&pipe, opts);
         self.out.attach(pipe, opts);
     }
 

@@ -21,8 +21,7 @@ pub(crate) struct Req {
 }
 
 impl Pattern for Req {
-    fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
-        super::probe(&pipe, opts);
+    fn attach(&mut self, pipe: PipeEnd, _: &Options) {
         self.pipes.push(pipe);
     }
 

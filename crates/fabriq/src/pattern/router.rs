@@ -60,7 +60,6 @@ impl Router {
 
 impl Pattern for Router {
     fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
-        super::probe(&pipe, opts);
         let announced = pipe.peer.identity.clone();
         let id = if announced.is_empty() {
             self.generate_id()

@@ -1,0 +1,435 @@
+//! Socket behaviours of the zmq crate's surface that fabriq must have as
+//! libzmq 4.3 has them (issue 14 item 1): PROBE_ROUTER, ROUTER_MANDATORY,
+//! ROUTER_HANDOVER, CONNECT_TIMEOUT, proxy_steerable.
+//!
+//! Each scenario is a macro over two library paths, `fabriq` or `zmq`
+//! (libzmq): the first is the library of the socket under test, the second
+//! that of its peers. `cross!` runs it four ways (fabriq and libzmq each
+//! with fabriq and libzmq peers), so libzmq with libzmq peers is the
+//! reference the other three are held to.
+//!
+//! Ephemeral tcp ports only; every wait has a time limit.
+
+// The zmq crate's proxy functions take `&mut Socket`, fabriq's `&Socket`;
+// the scenarios are written for the zmq crate's.
+#![allow(clippy::unnecessary_mut_passed)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Upper bound of any single wait for something that should happen.
+const TIMEOUT_MS: i32 = 5000;
+
+/// How long to watch for something that must not happen.
+const QUIET_MS: i64 = 200;
+
+fn deadline() -> Instant {
+    Instant::now() + Duration::from_millis(TIMEOUT_MS as u64)
+}
+
+/// Runs scenario `$m` four ways: `$m!(library under test, peers' library)`.
+macro_rules! cross {
+    ($m:ident) => {
+        mod $m {
+            #[test]
+            fn fabriq_with_fabriq_peers() {
+                $m!(fabriq, fabriq);
+            }
+            #[test]
+            fn fabriq_with_libzmq_peers() {
+                $m!(fabriq, zmq);
+            }
+            #[test]
+            fn libzmq_with_fabriq_peers() {
+                $m!(zmq, fabriq);
+            }
+            #[test]
+            fn libzmq_with_libzmq_peers() {
+                $m!(zmq, zmq);
+            }
+        }
+    };
+}
+
+/// A socket with bounded blocking calls and no linger.
+macro_rules! sock {
+    ($lib:ident, $ctx:expr, $t:ident) => {{
+        let s = $ctx.socket($lib::$t).unwrap();
+        s.set_linger(0).unwrap();
+        s.set_rcvtimeo(crate::TIMEOUT_MS).unwrap();
+        s.set_sndtimeo(crate::TIMEOUT_MS).unwrap();
+        s
+    }};
+}
+
+/// Binds to an ephemeral tcp port on loopback; the resolved endpoint.
+macro_rules! bind_tcp {
+    ($s:expr) => {{
+        $s.bind("tcp://127.0.0.1:*").unwrap();
+        $s.get_last_endpoint().unwrap().unwrap()
+    }};
+}
+
+// ---- PROBE_ROUTER ----------------------------------------------------------
+
+/// A DEALER, a REQ and a ROUTER with PROBE_ROUTER each send an empty
+/// message when they connect: the ROUTER they reach learns their routing
+/// id at once. A ROUTER that binds with the option probes each peer that
+/// connects to it.
+macro_rules! probe_router {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let router = sock!($b, cb, ROUTER);
+        let endpoint = bind_tcp!(router);
+        let mut probers = Vec::new();
+        for (t, id) in [
+            ($a::DEALER, &b"dealer"[..]),
+            ($a::REQ, &b"req"[..]),
+            ($a::ROUTER, &b"router"[..]),
+        ] {
+            let s = ca.socket(t).unwrap();
+            s.set_linger(0).unwrap();
+            s.set_identity(id).unwrap();
+            s.set_probe_router(true).unwrap();
+            s.connect(&endpoint).unwrap();
+            assert_eq!(
+                router
+                    .recv_multipart(0)
+                    .unwrap_or_else(|e| panic!("no probe from a {t:?}: {e}")),
+                vec![id.to_vec(), Vec::new()],
+                "the probe of a {t:?}"
+            );
+            probers.push(s);
+        }
+        // No probe without the option.
+        let quiet = sock!($a, ca, DEALER);
+        quiet.connect(&endpoint).unwrap();
+        quiet.send("first", 0).unwrap();
+        let got = router.recv_multipart(0).expect("the first message");
+        assert_eq!(got[1..], [b"first".to_vec()]);
+
+        // The binding side probes too, before anything it sends. (libzmq
+        // attaches an accepted connection when the application next calls
+        // into the socket, so the ROUTER receives first.)
+        let bound = sock!($a, ca, ROUTER);
+        bound.set_probe_router(true).unwrap();
+        let endpoint = bind_tcp!(bound);
+        let dealer = sock!($b, cb, DEALER);
+        dealer.connect(&endpoint).unwrap();
+        dealer.send("hello", 0).unwrap();
+        let mut got = bound.recv_multipart(0).unwrap();
+        assert_eq!(got[1..], [b"hello".to_vec()]);
+        got[1] = b"reply".to_vec();
+        bound.send_multipart(got, 0).unwrap();
+        assert_eq!(dealer.recv_multipart(0).unwrap(), vec![Vec::<u8>::new()]);
+        assert_eq!(dealer.recv_multipart(0).unwrap(), vec![b"reply".to_vec()]);
+    }};
+}
+cross!(probe_router);
+
+// ---- ROUTER_MANDATORY ------------------------------------------------------
+
+/// EHOSTUNREACH for an unknown routing id (with or without DONTWAIT);
+/// EAGAIN when the peer's pipe is full, at once with DONTWAIT and after
+/// the send timeout without; the blocked send goes through once the peer
+/// reads.
+macro_rules! router_mandatory {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let router = sock!($a, ca, ROUTER);
+        router.set_router_mandatory(true).unwrap();
+        router.set_sndhwm(1).unwrap();
+        let endpoint = bind_tcp!(router);
+        for flags in [$a::DONTWAIT, 0] {
+            assert_eq!(
+                router.send_multipart([&b"nobody"[..], &b"x"[..]], flags),
+                Err($a::Error::EHOSTUNREACH)
+            );
+        }
+        let dealer = sock!($b, cb, DEALER);
+        dealer.set_identity(b"d").unwrap();
+        dealer.set_rcvhwm(1).unwrap();
+        dealer.connect(&endpoint).unwrap();
+        dealer.send("hello", 0).unwrap();
+        assert_eq!(
+            router.recv_multipart(0).unwrap(),
+            vec![b"d".to_vec(), b"hello".to_vec()]
+        );
+
+        // The dealer reads nothing: the pipe, then the connection fill.
+        let big = vec![7u8; 256 * 1024];
+        let end = crate::deadline();
+        let mut sent = 0;
+        loop {
+            match router.send_multipart([&b"d"[..], &big[..]], $a::DONTWAIT) {
+                Ok(()) => sent += 1,
+                Err(e) => {
+                    assert_eq!(e, $a::Error::EAGAIN);
+                    break;
+                }
+            }
+            assert!(
+                std::time::Instant::now() < end && sent < 10_000,
+                "the peer never filled up ({sent} sent)"
+            );
+        }
+        // A blocking send waits for room, up to the send timeout.
+        router.set_sndtimeo(50).unwrap();
+        loop {
+            match router.send_multipart([&b"d"[..], &big[..]], 0) {
+                Ok(()) => sent += 1,
+                Err(e) => {
+                    assert_eq!(e, $a::Error::EAGAIN);
+                    break;
+                }
+            }
+            assert!(std::time::Instant::now() < end && sent < 10_000);
+        }
+
+        // The dealer reads everything; a blocking send waits for room.
+        for _ in 0..sent {
+            assert_eq!(dealer.recv_bytes(0).unwrap().len(), big.len());
+        }
+        router.set_sndtimeo(crate::TIMEOUT_MS).unwrap();
+        router.send_multipart([&b"d"[..], &b"last"[..]], 0).unwrap();
+        assert_eq!(dealer.recv_bytes(0).unwrap(), b"last");
+    }};
+}
+cross!(router_mandatory);
+
+// ---- ROUTER_HANDOVER -------------------------------------------------------
+
+/// With ROUTER_HANDOVER a new connection announcing a routing id already
+/// in use takes it over: its messages come in under that id and replies
+/// go to it. Without, the newcomer is refused.
+macro_rules! router_handover {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        for handover in [true, false] {
+            let router = sock!($a, ca, ROUTER);
+            router.set_router_handover(handover).unwrap();
+            let endpoint = bind_tcp!(router);
+            let first = sock!($b, cb, DEALER);
+            first.set_identity(b"x").unwrap();
+            first.connect(&endpoint).unwrap();
+            first.send("one", 0).unwrap();
+            assert_eq!(
+                router.recv_multipart(0).unwrap(),
+                vec![b"x".to_vec(), b"one".to_vec()]
+            );
+            let second = sock!($b, cb, DEALER);
+            second.set_identity(b"x").unwrap();
+            second.connect(&endpoint).unwrap();
+            second.send("two", 0).unwrap();
+            if handover {
+                assert_eq!(
+                    router.recv_multipart(0).unwrap(),
+                    vec![b"x".to_vec(), b"two".to_vec()]
+                );
+                router.send_multipart([&b"x"[..], &b"back"[..]], 0).unwrap();
+                assert_eq!(second.recv_bytes(0).unwrap(), b"back");
+                assert_eq!(first.poll($b::POLLIN, crate::QUIET_MS).unwrap(), 0);
+            } else {
+                // The first keeps the id; the second's message is dropped.
+                first.send("three", 0).unwrap();
+                assert_eq!(
+                    router.recv_multipart(0).unwrap(),
+                    vec![b"x".to_vec(), b"three".to_vec()]
+                );
+                router.send_multipart([&b"x"[..], &b"back"[..]], 0).unwrap();
+                assert_eq!(first.recv_bytes(0).unwrap(), b"back");
+                assert_eq!(router.poll($a::POLLIN, crate::QUIET_MS).unwrap(), 0);
+                assert_eq!(second.poll($b::POLLIN, crate::QUIET_MS).unwrap(), 0);
+            }
+        }
+    }};
+}
+cross!(router_handover);
+
+// ---- CONNECT_TIMEOUT -------------------------------------------------------
+
+/// A tcp listener that answers no connect: its accept queue is full (it
+/// never accepts), so the kernel drops further SYNs and connects hang.
+/// Returns the listener, the connections that filled it, and its address.
+fn unanswering_listener() -> (TcpListener, Vec<TcpStream>, SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut filled = Vec::new();
+    let end = deadline();
+    loop {
+        assert!(Instant::now() < end, "the accept queue never filled");
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Ok(s) => filled.push(s),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+            Err(e) => panic!("connect: {e}"),
+        }
+        assert!(filled.len() < 5000, "the accept queue never filled");
+    }
+    (listener, filled, addr)
+}
+
+/// The events a monitor reported until `until` (or the deadline).
+macro_rules! events_until {
+    ($mon:expr, $until:expr) => {{
+        let mut events = Vec::new();
+        let end = std::time::Instant::now() + $until;
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero()
+                || $mon
+                    .poll(zmq_poll_in!($mon), left.as_millis() as i64)
+                    .unwrap()
+                    == 0
+            {
+                break;
+            }
+            let frames = $mon.recv_multipart(0).unwrap();
+            events.push(u16::from_le_bytes([frames[0][0], frames[0][1]]));
+        }
+        events
+    }};
+}
+
+/// A connect that does not complete within CONNECT_TIMEOUT is abandoned
+/// (CLOSED) and tried again after the reconnect interval
+/// (CONNECT_RETRIED), over and over; without the option the attempt just
+/// waits on the kernel.
+macro_rules! connect_timeout {
+    ($a:ident, $b:ident) => {{
+        let _ = stringify!($b);
+        const CLOSED: u16 = 0x0080;
+        const CONNECT_RETRIED: u16 = 0x0004;
+        let (_listener, _filled, addr) = crate::unanswering_listener();
+        let ctx = $a::Context::new();
+        let mut watched = Vec::new();
+        for (n, timeout) in [(0, 100), (1, 0)] {
+            let s = sock!($a, ctx, DEALER);
+            s.set_connect_timeout(timeout).unwrap();
+            s.set_reconnect_ivl(100).unwrap();
+            let name = format!("inproc://connect-timeout-{}-{n}", stringify!($a));
+            s.monitor(&name, (CLOSED | CONNECT_RETRIED) as i32).unwrap();
+            let mon = sock!($a, ctx, PAIR);
+            mon.connect(&name).unwrap();
+            s.connect(&format!("tcp://{addr}")).unwrap();
+            watched.push((s, mon));
+        }
+        // With the timeout: CLOSED, CONNECT_RETRIED, twice over, well
+        // within the time a kernel connect takes to fail.
+        let mut seen = Vec::new();
+        let end = crate::deadline();
+        while seen.len() < 4 {
+            assert!(std::time::Instant::now() < end, "events: {seen:?}");
+            seen.extend(events_until!(
+                watched[0].1,
+                std::time::Duration::from_millis(100)
+            ));
+        }
+        assert_eq!(
+            seen[..4],
+            [CLOSED, CONNECT_RETRIED, CLOSED, CONNECT_RETRIED]
+        );
+        // Without: nothing (the kernel retries its SYN after 1 s).
+        assert_eq!(
+            events_until!(
+                watched[1].1,
+                std::time::Duration::from_millis(crate::QUIET_MS as u64)
+            ),
+            Vec::<u16>::new()
+        );
+    }};
+}
+
+/// `POLLIN` of the library a socket comes from, by the socket's type.
+macro_rules! zmq_poll_in {
+    ($s:expr) => {
+        crate::PollIn::poll_in(&$s)
+    };
+}
+
+/// Picks `POLLIN` of the right library for a socket.
+trait PollIn {
+    type Events;
+    fn poll_in(&self) -> Self::Events;
+}
+
+impl PollIn for fabriq::Socket {
+    type Events = fabriq::PollEvents;
+    fn poll_in(&self) -> fabriq::PollEvents {
+        fabriq::POLLIN
+    }
+}
+
+impl PollIn for zmq::Socket {
+    type Events = zmq::PollEvents;
+    fn poll_in(&self) -> zmq::PollEvents {
+        zmq::POLLIN
+    }
+}
+
+mod connect_timeout {
+    #[test]
+    fn fabriq() {
+        connect_timeout!(fabriq, fabriq);
+    }
+
+    #[test]
+    fn libzmq() {
+        connect_timeout!(zmq, zmq);
+    }
+}
+
+// ---- proxy_steerable -------------------------------------------------------
+
+/// The 8 STATISTICS frames as numbers.
+fn statistics(frames: Vec<Vec<u8>>) -> Vec<u64> {
+    assert_eq!(frames.len(), 8, "{frames:?}");
+    frames
+        .iter()
+        .map(|f| u64::from_ne_bytes(f[..].try_into().unwrap()))
+        .collect()
+}
+
+/// PAUSE holds messages in the proxy's sockets, RESUME lets them go,
+/// STATISTICS answers the counts (also while paused), TERMINATE ends the
+/// proxy with success. `$a` runs the proxy, `$b` its clients.
+macro_rules! proxy_steerable {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let proxy_ctx = ca.clone();
+        let proxy = std::thread::spawn(move || {
+            let mut front = sock!($a, proxy_ctx, PULL);
+            let mut back = sock!($a, proxy_ctx, PUSH);
+            let mut control = sock!($a, proxy_ctx, PAIR);
+            let endpoints = [bind_tcp!(front), bind_tcp!(back), bind_tcp!(control)];
+            tx.send(endpoints).unwrap();
+            $a::proxy_steerable(&mut front, &mut back, &mut control)
+        });
+        let [front, back, control_endpoint] = rx
+            .recv_timeout(std::time::Duration::from_millis(crate::TIMEOUT_MS as u64))
+            .unwrap();
+        let push = sock!($b, cb, PUSH);
+        push.connect(&front).unwrap();
+        let pull = sock!($b, cb, PULL);
+        pull.connect(&back).unwrap();
+        let control = sock!($b, cb, PAIR);
+        control.connect(&control_endpoint).unwrap();
+
+        push.send("a", 0).unwrap();
+        assert_eq!(pull.recv_bytes(0).unwrap(), b"a");
+        control.send("PAUSE", 0).unwrap();
+        control.send("STATISTICS", 0).unwrap();
+        let stats = crate::statistics(control.recv_multipart(0).unwrap());
+        assert_eq!(stats, [1, 1, 0, 0, 0, 0, 1, 1]);
+        push.send("bc", 0).unwrap();
+        assert_eq!(pull.poll($b::POLLIN, crate::QUIET_MS).unwrap(), 0);
+        control.send("RESUME", 0).unwrap();
+        assert_eq!(pull.recv_bytes(0).unwrap(), b"bc");
+        control.send("STATISTICS", 0).unwrap();
+        let stats = crate::statistics(control.recv_multipart(0).unwrap());
+        assert_eq!(stats, [2, 3, 0, 0, 0, 0, 2, 3]);
+        control.send("TERMINATE", 0).unwrap();
+        assert_eq!(proxy.join().unwrap(), Ok(()));
+    }};
+}
+cross!(proxy_steerable);
