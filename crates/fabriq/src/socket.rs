@@ -586,36 +586,122 @@ impl Socket {
         Ok(())
     }
 
-    /// Subscribes a SUB socket to messages starting with `topic`.
+    /// Subscribes a SUB socket to messages starting with `topic`; on an
+    /// XPUB with [`Socket::set_xpub_manual`], subscribes the peer whose
+    /// subscription message was received last.
     pub fn set_subscribe(&self, topic: &[u8]) -> Result<()> {
         let mut core = self.core();
+        self.manual_xpub_check(&core, "subscribe")?;
         self.process_commands(&mut core);
         core.pattern.subscribe(topic, true)
     }
 
-    /// Removes one subscription to `topic`.
+    /// Removes one subscription to `topic` (XPUB_MANUAL: as
+    /// [`Socket::set_subscribe`]).
     pub fn set_unsubscribe(&self, topic: &[u8]) -> Result<()> {
         let mut core = self.core();
+        self.manual_xpub_check(&core, "unsubscribe")?;
         self.process_commands(&mut core);
         core.pattern.subscribe(topic, false)
     }
 
-    /// XPUB: passes every subscription to the application, not only new
-    /// topics.
-    pub fn set_xpub_verbose(&self, value: bool) -> Result<()> {
-        self.xpub_only("xpub_verbose")?;
-        self.core().opts.xpub_verbose = value;
+    fn manual_xpub_check(&self, core: &Core, what: &str) -> Result<()> {
+        if self.shared.socket_type == ZmtpType::XPub && !core.opts.xpub_manual {
+            return err(
+                Error::EINVAL,
+                format!("{what} is an option of SUB sockets, and of XPUB ones with xpub_manual"),
+            );
+        }
         Ok(())
     }
 
-    /// XPUB: passes every unsubscription to the application.
+    /// XPUB: passes every subscription to the application, not only new
+    /// topics (`ZMQ_XPUB_VERBOSE`; as in libzmq this also turns
+    /// [`Socket::set_xpub_verboser`]'s verbose unsubscriptions off).
+    pub fn set_xpub_verbose(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verbose")?;
+        let opts = &mut self.core().opts;
+        opts.xpub_verbose = value;
+        opts.xpub_verbose_unsubscribe = false;
+        Ok(())
+    }
+
+    /// XPUB: passes every unsubscription to the application (fabriq's own
+    /// option; libzmq has it only together with verbose subscriptions, as
+    /// [`Socket::set_xpub_verboser`]).
     pub fn set_xpub_verbose_unsubscribe(&self, value: bool) -> Result<()> {
         self.xpub_only("xpub_verbose_unsubscribe")?;
         self.core().opts.xpub_verbose_unsubscribe = value;
         Ok(())
     }
 
-    /// XPUB: a message sent to each new subscriber.
+    /// XPUB: passes every subscription and every unsubscription to the
+    /// application (`ZMQ_XPUB_VERBOSER`; not in the zmq crate).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_verboser(true).unwrap();
+    /// xpub.bind("inproc://verboser-doc").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// let subs: Vec<_> = (0..2).map(|_| ctx.socket(fabriq::SUB).unwrap()).collect();
+    /// for s in &subs {
+    ///     s.connect("inproc://verboser-doc").unwrap();
+    ///     s.set_subscribe(b"t").unwrap();
+    ///     assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01t");
+    /// }
+    /// subs[0].set_unsubscribe(b"t").unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00t");
+    /// ```
+    pub fn set_xpub_verboser(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verboser")?;
+        let opts = &mut self.core().opts;
+        opts.xpub_verbose = value;
+        opts.xpub_verbose_unsubscribe = value;
+        Ok(())
+    }
+
+    /// XPUB: subscriptions are the application's to apply
+    /// (`ZMQ_XPUB_MANUAL`; not in the zmq crate). Every (un)subscription
+    /// is received and none takes effect until the application calls
+    /// [`Socket::set_subscribe`] / [`Socket::set_unsubscribe`] on the XPUB,
+    /// which apply to the peer whose (un)subscription was received last.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_manual(true).unwrap();
+    /// xpub.bind("inproc://manual-doc").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// let sub = ctx.socket(fabriq::SUB).unwrap();
+    /// sub.set_rcvtimeo(5000).unwrap();
+    /// sub.connect("inproc://manual-doc").unwrap();
+    /// sub.set_subscribe(b"weather").unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01weather");
+    /// xpub.send("weather: not delivered, not applied yet", 0).unwrap();
+    /// // Apply it for that peer.
+    /// xpub.set_subscribe(b"weather").unwrap();
+    /// xpub.send("weather: sunny", 0).unwrap();
+    /// assert_eq!(sub.recv_bytes(0).unwrap(), b"weather: sunny");
+    /// ```
+    pub fn set_xpub_manual(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_manual")?;
+        self.core().opts.xpub_manual = value;
+        Ok(())
+    }
+
+    /// XPUB: a message that a matching subscriber has no room for is
+    /// refused with `EAGAIN` (a blocking send waits, up to the send
+    /// timeout) instead of being dropped for that subscriber
+    /// (`ZMQ_XPUB_NODROP`; not in the zmq crate).
+    pub fn set_xpub_nodrop(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_nodrop")?;
+        self.core().opts.xpub_nodrop = value;
+        Ok(())
+    }
+
+    /// XPUB: a message sent to each new subscriber (`None` or an empty
+    /// text: none, as in libzmq).
     pub fn set_xpub_welcome_msg(&self, value: Option<&str>) -> Result<()> {
         self.xpub_only("xpub_welcome_msg")?;
         self.core().opts.xpub_welcome_msg = value.map(|v| Bytes::copy_from_slice(v.as_bytes()));

@@ -433,3 +433,209 @@ macro_rules! proxy_steerable {
     }};
 }
 cross!(proxy_steerable);
+
+// ---- XPUB options ------------------------------------------------------------
+
+/// The XPUB options the zmq crate has no setter for, on both libraries
+/// (libzmq's through `zmq_setsockopt`).
+trait XpubOptions {
+    fn xpub_option(&mut self, name: &str, on: bool);
+}
+
+impl XpubOptions for fabriq::Socket {
+    fn xpub_option(&mut self, name: &str, on: bool) {
+        match name {
+            "verboser" => self.set_xpub_verboser(on),
+            "manual" => self.set_xpub_manual(on),
+            "nodrop" => self.set_xpub_nodrop(on),
+            _ => unreachable!("{name}"),
+        }
+        .unwrap();
+    }
+}
+
+impl XpubOptions for zmq::Socket {
+    fn xpub_option(&mut self, name: &str, on: bool) {
+        let option = match name {
+            "verboser" => zmq_sys::ZMQ_XPUB_VERBOSER,
+            "manual" => zmq_sys::ZMQ_XPUB_MANUAL,
+            "nodrop" => zmq_sys::ZMQ_XPUB_NODROP,
+            _ => unreachable!("{name}"),
+        };
+        let value: std::os::raw::c_int = on.into();
+        // SAFETY: a live libzmq socket, an int option with its size.
+        let rc = unsafe {
+            zmq_sys::zmq_setsockopt(
+                self.as_mut_ptr(),
+                option as std::os::raw::c_int,
+                (&value as *const std::os::raw::c_int).cast(),
+                std::mem::size_of::<std::os::raw::c_int>(),
+            )
+        };
+        assert_eq!(rc, 0, "zmq_setsockopt({name})");
+    }
+}
+
+/// XPUB_VERBOSE hands up every subscription but only the last
+/// unsubscription of a topic; XPUB_VERBOSER every unsubscription too;
+/// setting XPUB_VERBOSE again turns the verbose unsubscriptions off.
+/// What is not handed up is shown by a later message from the same peer
+/// arriving first.
+macro_rules! xpub_verbose {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let mut xpub = sock!($a, ca, XPUB);
+        xpub.set_xpub_verbose(true).unwrap();
+        let endpoint = bind_tcp!(xpub);
+        let subs: Vec<_> = (0..2).map(|_| sock!($b, cb, SUB)).collect();
+        for s in &subs {
+            s.connect(&endpoint).unwrap();
+            s.set_subscribe(b"t").unwrap();
+            assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01t");
+        }
+        // VERBOSE: sub 0's cancellation is not handed up (sub 1 has t).
+        subs[0].set_unsubscribe(b"t").unwrap();
+        subs[0].set_subscribe(b"m").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01m");
+        // VERBOSER: it is.
+        crate::XpubOptions::xpub_option(&mut xpub, "verboser", true);
+        subs[0].set_subscribe(b"t").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01t");
+        subs[0].set_unsubscribe(b"t").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00t");
+        // VERBOSE again: not any more.
+        xpub.set_xpub_verbose(true).unwrap();
+        subs[0].set_subscribe(b"t").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01t");
+        subs[0].set_unsubscribe(b"t").unwrap();
+        subs[0].set_subscribe(b"n").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01n");
+        // The last subscriber of t cancels: handed up either way.
+        subs[1].set_unsubscribe(b"t").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00t");
+    }};
+}
+cross!(xpub_verbose);
+
+/// XPUB_WELCOME_MSG goes to each new subscriber first; an empty one is
+/// no welcome at all.
+macro_rules! xpub_welcome {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        for welcome in ["welcome", ""] {
+            let xpub = sock!($a, ca, XPUB);
+            xpub.set_xpub_welcome_msg(Some(welcome)).unwrap();
+            // Every subscription handed up, the second one's too.
+            xpub.set_xpub_verbose(true).unwrap();
+            let endpoint = bind_tcp!(xpub);
+            let mut subs = Vec::new();
+            for _ in 0..2 {
+                let sub = sock!($b, cb, SUB);
+                sub.set_subscribe(b"").unwrap();
+                sub.connect(&endpoint).unwrap();
+                assert_eq!(xpub.recv_bytes(0).expect("subscription"), b"\x01");
+                xpub.send("news", 0).unwrap();
+                if !welcome.is_empty() {
+                    assert_eq!(sub.recv_bytes(0).expect("welcome"), welcome.as_bytes());
+                }
+                assert_eq!(sub.recv_bytes(0).expect("news"), b"news");
+                // (Kept: one that leaves is an unsubscription at the XPUB.)
+                subs.push(sub);
+            }
+        }
+    }};
+}
+cross!(xpub_welcome);
+
+/// XPUB_MANUAL: subscriptions are handed up and not applied; the XPUB's
+/// own `set_subscribe` applies one for the peer last heard from (without
+/// XPUB_MANUAL that is EINVAL); a peer that leaves has its requested
+/// topics cancelled.
+macro_rules! xpub_manual {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let mut xpub = sock!($a, ca, XPUB);
+        assert_eq!(xpub.set_subscribe(b"x"), Err($a::Error::EINVAL));
+        crate::XpubOptions::xpub_option(&mut xpub, "manual", true);
+        let endpoint = bind_tcp!(xpub);
+        let sub = sock!($b, cb, SUB);
+        sub.connect(&endpoint).unwrap();
+        sub.set_subscribe(b"weather").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01weather");
+        xpub.send("weather 1: not applied yet", 0).unwrap();
+        xpub.set_subscribe(b"weather").unwrap();
+        xpub.send("weather 2", 0).unwrap();
+        assert_eq!(sub.recv_bytes(0).unwrap(), b"weather 2");
+        // A second identical subscription is handed up too.
+        let other = sock!($b, cb, SUB);
+        other.connect(&endpoint).unwrap();
+        other.set_subscribe(b"weather").unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01weather");
+        // The application cancels for the peer last heard from (other):
+        // sub still gets weather.
+        xpub.set_unsubscribe(b"weather").unwrap();
+        xpub.send("weather 3", 0).unwrap();
+        assert_eq!(sub.recv_bytes(0).unwrap(), b"weather 3");
+        assert_eq!(other.poll($b::POLLIN, crate::QUIET_MS).unwrap(), 0);
+        // A subscriber that leaves: its request comes back cancelled.
+        drop(other);
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00weather");
+    }};
+}
+cross!(xpub_manual);
+
+/// XPUB_NODROP: once a subscriber is full, sends say EAGAIN (DONTWAIT at
+/// once, blocking ones after the send timeout) and nothing is lost: the
+/// subscriber gets every message that was accepted, in order. Without
+/// it the publisher never refuses.
+macro_rules! xpub_nodrop {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let mut xpub = sock!($a, ca, XPUB);
+        crate::XpubOptions::xpub_option(&mut xpub, "nodrop", true);
+        xpub.set_sndhwm(1).unwrap();
+        let endpoint = bind_tcp!(xpub);
+        let sub = sock!($b, cb, SUB);
+        sub.set_rcvhwm(1).unwrap();
+        sub.set_subscribe(b"").unwrap();
+        sub.connect(&endpoint).unwrap();
+        assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01");
+        // Unmatched messages are not held back by a full subscriber.
+        let mut big = vec![0u8; 256 * 1024];
+        let end = crate::deadline();
+        let mut sent: u32 = 0;
+        for flags in [$a::DONTWAIT, 0] {
+            if flags == 0 {
+                xpub.set_sndtimeo(50).unwrap();
+            }
+            loop {
+                big[..4].copy_from_slice(&sent.to_be_bytes());
+                match xpub.send(&big[..], flags) {
+                    Ok(()) => sent += 1,
+                    Err(e) => {
+                        assert_eq!(e, $a::Error::EAGAIN);
+                        break;
+                    }
+                }
+                assert!(
+                    std::time::Instant::now() < end && sent < 10_000,
+                    "the subscriber never filled up ({sent} sent)"
+                );
+            }
+        }
+        for n in 0..sent {
+            let got = sub.recv_bytes(0).unwrap();
+            assert_eq!(got[..4], n.to_be_bytes(), "message {n} of {sent}");
+        }
+        xpub.set_sndtimeo(crate::TIMEOUT_MS).unwrap();
+        xpub.send("last", 0).unwrap();
+        assert_eq!(sub.recv_bytes(0).unwrap(), b"last");
+
+        // Without NODROP: never EAGAIN, whatever the subscriber reads.
+        crate::XpubOptions::xpub_option(&mut xpub, "nodrop", false);
+        for _ in 0..(2 * sent + 20) {
+            xpub.send(&big[..], $a::DONTWAIT).unwrap();
+        }
+    }};
+}
+cross!(xpub_nodrop);
