@@ -77,17 +77,6 @@ pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
     }
 }
 
-/// PROBE_ROUTER: a new peer of a DEALER, ROUTER or REQ with the option
-/// gets an empty message before anything else. It is queued when the pipe
-/// is made (`queue` is the socket's outgoing side), so it leaves without
-/// the application calling into the socket, as libzmq's does for the
-/// connections it initiates.
-pub(crate) fn probe(queue: &crate::pipe::Queue, opts: &Options) {
-    if opts.probe_router {
-        queue.push(Item::Msg([Bytes::new()].into_iter().collect()));
-    }
-}
-
 pub(crate) fn not_supported<T>(socket_type: SocketType, what: &str) -> Result<T> {
     err(
         Error::ENOTSUP,

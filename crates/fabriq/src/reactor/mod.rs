@@ -337,7 +337,9 @@ pub(super) fn make_pipe(
     let incoming = Queue::new(Options::hwm(opts.rcvhwm), socket_waker, session_waker);
     outgoing.set_conflate(opts.conflate);
     incoming.set_conflate(opts.conflate);
-    crate::pattern::probe(&outgoing, opts);
+    if opts.probe_router {
+        outgoing.push_probe();
+    }
     let peer = peer.unwrap_or(PeerMeta {
         identity: Default::default(),
         metadata: None,
