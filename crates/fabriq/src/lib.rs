@@ -97,7 +97,8 @@ pub enum SocketType {
     XPUB,
     /// Subscriber with subscriptions as messages.
     XSUB,
-    /// Raw TCP (not supported: `Context::socket` returns `EINVAL`).
+    /// Raw TCP peers (tcp endpoints only): messages are `[routing id,
+    /// data]`; see docs/api.md.
     STREAM,
 }
 
@@ -118,7 +119,7 @@ impl SocketType {
             PUSH => Z::Push,
             XPUB => Z::XPub,
             XSUB => Z::XSub,
-            STREAM => return None,
+            STREAM => Z::Stream,
         })
     }
 }
@@ -138,6 +139,7 @@ impl From<fabriq_zmtp::SocketType> for SocketType {
             Z::Push => PUSH,
             Z::XPub => XPUB,
             Z::XSub => XSUB,
+            Z::Stream => STREAM,
         }
     }
 }

@@ -298,6 +298,13 @@ impl Socket {
     }
 }
 
+fn no_gssapi<T>() -> Result<T> {
+    crate::error::err(
+        crate::Error::EINVAL,
+        "GSSAPI is not built into fabriq (has(\"gssapi\") is false)",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,11 +327,4 @@ mod tests {
         assert_eq!(curve_key("k", &bad), Err(Error::EINVAL));
         assert!(crate::last_error_detail().unwrap().contains("offset 3"));
     }
-}
-
-fn no_gssapi<T>() -> Result<T> {
-    crate::error::err(
-        crate::Error::EINVAL,
-        "GSSAPI is not built into fabriq (has(\"gssapi\") is false)",
-    )
 }

@@ -373,6 +373,7 @@ impl Socket {
     pub fn bind(&self, endpoint: &str) -> Result<()> {
         self.check_open()?;
         let parsed = Endpoint::parse(endpoint, Role::Bind)?;
+        self.check_stream_transport(&parsed)?;
         let mut core = self.core();
         let (resolved, attachment) = match &parsed {
             Endpoint::Inproc(name) => {
@@ -428,6 +429,7 @@ impl Socket {
     pub fn connect(&self, endpoint: &str) -> Result<()> {
         self.check_open()?;
         let parsed = Endpoint::parse(endpoint, Role::Connect)?;
+        self.check_stream_transport(&parsed)?;
         let mut core = self.core();
         let core = &mut *core;
         let attachment = match &parsed {
@@ -564,6 +566,20 @@ impl Socket {
     }
 
     // ---- options -------------------------------------------------------
+
+    /// STREAM sockets carry raw bytes over tcp and ipc connections only.
+    fn check_stream_transport(&self, parsed: &Endpoint) -> Result<()> {
+        if self.shared.socket_type != ZmtpType::Stream {
+            return Ok(());
+        }
+        match parsed {
+            Endpoint::Io(a) if a.scheme == "tcp" || a.scheme == "ipc" => Ok(()),
+            _ => err(
+                Error::EPROTONOSUPPORT,
+                "STREAM sockets work over tcp:// and ipc:// only",
+            ),
+        }
+    }
 
     /// The socket's type.
     pub fn get_socket_type(&self) -> Result<SocketType> {
@@ -1142,7 +1158,7 @@ impl Context {
             return err(Error::ETERM, "the context was terminated");
         }
         let Some(zmtp_type) = socket_type.to_zmtp() else {
-            return err(Error::EINVAL, "STREAM sockets are not supported by fabriq");
+            return err(Error::EINVAL, "this socket type is not supported by fabriq");
         };
         Socket::new(self.clone(), zmtp_type)
     }

@@ -639,3 +639,186 @@ macro_rules! xpub_nodrop {
     }};
 }
 cross!(xpub_nodrop);
+
+// ---- STREAM ------------------------------------------------------------------
+
+/// Reads from a raw tcp peer until `want` bytes came (bounded).
+fn read_exactly(peer: &mut TcpStream, want: usize) -> Vec<u8> {
+    use std::io::Read;
+    peer.set_read_timeout(Some(Duration::from_millis(TIMEOUT_MS as u64)))
+        .unwrap();
+    let mut got = vec![0u8; want];
+    peer.read_exact(&mut got).unwrap();
+    got
+}
+
+/// Receives `[id, data]` messages from a STREAM until the data from `id`
+/// adds up to `want` bytes (tcp may split them); returns them joined.
+macro_rules! stream_recv_data {
+    ($s:expr, $id:expr, $want:expr) => {{
+        let mut data = Vec::new();
+        while data.len() < $want {
+            let m = $s.recv_multipart(0).unwrap();
+            assert_eq!(m.len(), 2, "{m:?}");
+            assert_eq!(m[0], $id);
+            assert!(!m[1].is_empty(), "a notice in the middle of data");
+            data.extend_from_slice(&m[1]);
+        }
+        data
+    }};
+}
+
+/// A STREAM bound to tcp with plain `std::net::TcpStream` peers: a notice
+/// `[id, ""]` when each connects and when it goes away, its bytes as
+/// `[id, data]`, `[id, data]` written raw, `[id, ""]` closing it, a new
+/// id per connection, EHOSTUNREACH for an unknown id; inproc refused.
+macro_rules! stream_with_tcp_clients {
+    ($a:ident) => {{
+        use std::io::{Read, Write};
+        let ctx = $a::Context::new();
+        let stream = sock!($a, ctx, STREAM);
+        let endpoint = bind_tcp!(stream);
+        let addr = endpoint.strip_prefix("tcp://").unwrap().to_string();
+
+        let mut first = std::net::TcpStream::connect(&addr).unwrap();
+        let notice = stream.recv_multipart(0).unwrap();
+        assert_eq!(notice.len(), 2);
+        assert!(notice[1].is_empty(), "{notice:?}");
+        let id = notice[0].clone();
+        assert!(!id.is_empty());
+        first.write_all(b"hello stream").unwrap();
+        assert_eq!(stream_recv_data!(stream, id, 12), b"hello stream");
+        stream
+            .send_multipart([&id[..], &b"raw reply"[..]], 0)
+            .unwrap();
+        assert_eq!(crate::read_exactly(&mut first, 9), b"raw reply");
+
+        let second = std::net::TcpStream::connect(&addr).unwrap();
+        let notice = stream.recv_multipart(0).unwrap();
+        assert!(notice[1].is_empty(), "{notice:?}");
+        let id2 = notice[0].clone();
+        assert_ne!(id2, id);
+        // The peer goes: a notice.
+        drop(second);
+        assert_eq!(
+            stream.recv_multipart(0).unwrap(),
+            vec![id2.clone(), Vec::new()]
+        );
+        assert_eq!(
+            stream.send_multipart([&b"nobody"[..], &b"x"[..]], $a::DONTWAIT),
+            Err($a::Error::EHOSTUNREACH)
+        );
+
+        // [id, ""] closes the connection: the peer reads the end.
+        stream.send_multipart([&id[..], &b"bye"[..]], 0).unwrap();
+        stream.send_multipart([&id[..], &b""[..]], 0).unwrap();
+        assert_eq!(crate::read_exactly(&mut first, 3), b"bye");
+        // (libzmq finishes the close when the application next calls into
+        // the socket; fabriq does not wait for that.)
+        first
+            .set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        let end = crate::deadline();
+        loop {
+            stream.get_events().unwrap();
+            match first.read(&mut [0u8; 16]) {
+                Ok(0) => break,
+                Ok(n) => panic!("{n} more bytes"),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("read: {e}"),
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "the connection stayed open"
+            );
+        }
+        let name = format!("inproc://stream-{}", stringify!($a));
+        assert_eq!(
+            ctx.socket($a::STREAM).unwrap().bind(&name).is_err(),
+            stringify!($a) == "fabriq"
+        );
+    }};
+}
+
+/// A STREAM that connects to a plain tcp listener.
+macro_rules! stream_connects_to_tcp_server {
+    ($a:ident) => {{
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let ctx = $a::Context::new();
+        let stream = sock!($a, ctx, STREAM);
+        stream.connect(&format!("tcp://{addr}")).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let notice = stream.recv_multipart(0).unwrap();
+        assert!(notice[1].is_empty(), "{notice:?}");
+        let id = notice[0].clone();
+        stream.send_multipart([&id[..], &b"GET /"[..]], 0).unwrap();
+        assert_eq!(crate::read_exactly(&mut server, 5), b"GET /");
+        server.write_all(b"200 OK").unwrap();
+        assert_eq!(stream_recv_data!(stream, id, 6), b"200 OK");
+        drop(server);
+        assert_eq!(stream.recv_multipart(0).unwrap(), vec![id, Vec::new()]);
+    }};
+}
+
+mod stream_tcp {
+    #[test]
+    fn fabriq_with_tcp_clients() {
+        stream_with_tcp_clients!(fabriq);
+    }
+
+    #[test]
+    fn libzmq_with_tcp_clients() {
+        stream_with_tcp_clients!(zmq);
+    }
+
+    #[test]
+    fn fabriq_connects_to_tcp_server() {
+        stream_connects_to_tcp_server!(fabriq);
+    }
+
+    #[test]
+    fn libzmq_connects_to_tcp_server() {
+        stream_connects_to_tcp_server!(zmq);
+    }
+}
+
+/// A STREAM talking to a STREAM: `$a` binds, `$b` connects; each side
+/// sees the other's bytes raw.
+macro_rules! stream_to_stream {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let server = sock!($a, ca, STREAM);
+        let endpoint = bind_tcp!(server);
+        let client = sock!($b, cb, STREAM);
+        client.connect(&endpoint).unwrap();
+        let to_server = client.recv_multipart(0).expect("client notice");
+        assert!(to_server[1].is_empty(), "{to_server:?}");
+        let to_client = server.recv_multipart(0).expect("server notice");
+        assert!(to_client[1].is_empty(), "{to_client:?}");
+        client
+            .send_multipart([&to_server[0][..], &b"ping"[..]], 0)
+            .unwrap();
+        assert_eq!(stream_recv_data!(server, to_client[0], 4), b"ping");
+        server
+            .send_multipart([&to_client[0][..], &b"pong!"[..]], 0)
+            .unwrap();
+        assert_eq!(stream_recv_data!(client, to_server[0], 5), b"pong!");
+        // The server closes: the client gets the notice. (libzmq finishes
+        // the close when the application next calls into the socket.)
+        server
+            .send_multipart([&to_client[0][..], &b""[..]], 0)
+            .unwrap();
+        let end = crate::deadline();
+        while client.poll($b::POLLIN, 20).unwrap() == 0 {
+            server.get_events().unwrap();
+            assert!(std::time::Instant::now() < end, "no close notice");
+        }
+        assert_eq!(
+            client.recv_multipart(0).unwrap(),
+            vec![to_server[0].clone(), Vec::new()]
+        );
+    }};
+}
+cross!(stream_to_stream);

@@ -16,6 +16,7 @@
 mod engine;
 mod fabric;
 pub(crate) mod pages;
+mod raw;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -266,7 +267,12 @@ impl Reactor {
         endpoint.transport.check_connect(endpoint, opts)?;
         let token = next_token();
         let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
-        let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
+        // (A STREAM's peer gets a new routing id per connection too.)
+        let early_pipe = !opts.immediate
+            && !matches!(
+                socket.socket_type,
+                fabriq_zmtp::SocketType::Router | fabriq_zmtp::SocketType::Stream
+            );
         let (socket_end, session_end) = if early_pipe {
             let (a, b) = make_pipe(&link, socket, opts, None);
             (Some(a), Some(b))

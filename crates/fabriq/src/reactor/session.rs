@@ -151,6 +151,9 @@ impl Session {
         let socket_type = self.socket.socket_type;
         let config = self.opts.zmtp_config(socket_type);
         match &self.data_path {
+            DataPath::Stream if socket_type == fabriq_zmtp::SocketType::Stream => {
+                Some(Box::new(super::raw::RawEngine::new(stream)))
+            }
             DataPath::Stream => {
                 let conn = Connection::new(config, now).ok()?;
                 let lock_step = matches!(

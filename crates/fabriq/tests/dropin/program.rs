@@ -676,6 +676,7 @@ fn socket_options_and_introspection() {
         zmq::PUSH,
         zmq::XPUB,
         zmq::XSUB,
+        zmq::STREAM,
     ] {
         let s = ctx.socket(t).unwrap();
         assert_eq!(s.get_socket_type().unwrap(), t);
@@ -1175,7 +1176,7 @@ fn every_item_of_the_zmq_crate() {
     assert_eq!(zmq::Message::from(vec![1u8, 2].into_boxed_slice()).len(), 2);
     assert_eq!(&zmq::Message::from(&String::from("s"))[..], b"s");
     assert_eq!(&zmq::Message::from(&vec![7u8])[..], [7]);
-    assert_eq!(format!("{:?}", zmq::Message::from("d")).is_empty(), false);
+    assert!(!format!("{:?}", zmq::Message::from("d")).is_empty());
     let mut m = zmq::Message::from("xy");
     let slice: &mut [u8] = &mut m;
     slice[1] = b'z';
@@ -1259,7 +1260,9 @@ fn every_item_of_the_zmq_crate() {
     let _: fn(&S, i64) -> R<()> = S::set_maxmsgsize;
     let _: fn(&S) -> R<u64> = S::get_affinity;
     let _: fn(&S, u64) -> R<()> = S::set_affinity;
-    let int_options: [(fn(&S) -> R<i32>, fn(&S, i32) -> R<()>); 24] = [
+    type Get = fn(&S) -> R<i32>;
+    type Set = fn(&S, i32) -> R<()>;
+    let int_options: [(Get, Set); 24] = [
         (S::get_sndhwm, S::set_sndhwm),
         (S::get_rcvhwm, S::set_rcvhwm),
         (S::get_rate, S::set_rate),
