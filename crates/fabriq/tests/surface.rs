@@ -762,7 +762,88 @@ macro_rules! stream_connects_to_tcp_server {
     }};
 }
 
+/// A connecting STREAM that closes its connection with `[id, ""]` does
+/// not reconnect (libzmq ends that session); one whose server goes away
+/// does.
+macro_rules! stream_close_does_not_reconnect {
+    ($a:ident) => {{
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let ctx = $a::Context::new();
+        let stream = sock!($a, ctx, STREAM);
+        stream.set_reconnect_ivl(10).unwrap();
+        stream.connect(&format!("tcp://{addr}")).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let id = stream.recv_multipart(0).unwrap()[0].clone();
+        // The server goes away: a notice, and the STREAM connects again.
+        drop(server);
+        assert_eq!(stream.recv_multipart(0).unwrap(), vec![id, Vec::new()]);
+        (server, _) = listener.accept().unwrap();
+        let id = stream.recv_multipart(0).unwrap()[0].clone();
+        // The STREAM closes: the server reads the end, and no new
+        // connection comes.
+        stream.send_multipart([&id[..], &b""[..]], 0).unwrap();
+        server
+            .set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        let end = crate::deadline();
+        loop {
+            stream.get_events().unwrap();
+            match server.read(&mut [0u8; 16]) {
+                Ok(0) => break,
+                Ok(n) => panic!("{n} bytes"),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("read: {e}"),
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "the connection stayed open"
+            );
+        }
+        listener.set_nonblocking(true).unwrap();
+        let quiet =
+            std::time::Instant::now() + std::time::Duration::from_millis(crate::QUIET_MS as u64);
+        while std::time::Instant::now() < quiet {
+            stream.get_events().unwrap();
+            match listener.accept() {
+                Ok(_) => panic!("the STREAM reconnected"),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("accept: {e}"),
+            }
+            assert_eq!(stream.poll($a::POLLIN, 10).unwrap(), 0);
+        }
+    }};
+}
+
 mod stream_tcp {
+    #[test]
+    fn fabriq_close_does_not_reconnect() {
+        stream_close_does_not_reconnect!(fabriq);
+    }
+
+    #[test]
+    fn libzmq_close_does_not_reconnect() {
+        stream_close_does_not_reconnect!(zmq);
+    }
+
+    /// fabriq's STREAM over ipc, with a plain Unix socket client.
+    #[test]
+    fn fabriq_over_ipc() {
+        use std::io::Write;
+        let ctx = fabriq::Context::new();
+        let stream = sock!(fabriq, ctx, STREAM);
+        stream.bind("ipc://*").unwrap();
+        let endpoint = stream.get_last_endpoint().unwrap().unwrap();
+        let path = endpoint.strip_prefix("ipc://").unwrap();
+        let mut client = std::os::unix::net::UnixStream::connect(path).unwrap();
+        let id = stream.recv_multipart(0).unwrap()[0].clone();
+        client.write_all(b"over ipc").unwrap();
+        assert_eq!(stream_recv_data!(stream, id, 8), b"over ipc");
+        drop(client);
+        assert_eq!(stream.recv_multipart(0).unwrap(), vec![id, Vec::new()]);
+    }
+
     #[test]
     fn fabriq_with_tcp_clients() {
         stream_with_tcp_clients!(fabriq);

@@ -23,6 +23,26 @@ const READ_SIZE: usize = 64 * 1024;
 /// Pieces per vectored write.
 const MAX_IOV: usize = 64;
 
+/// Why a STREAM connection ended when the application closed it: the
+/// session then ends too, without reconnecting (libzmq terminates a raw
+/// session whose pipe the socket closed).
+#[derive(Debug)]
+pub(super) struct ClosedByApplication;
+
+impl std::fmt::Display for ClosedByApplication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("STREAM: closed by the application")
+    }
+}
+
+impl std::error::Error for ClosedByApplication {}
+
+/// Whether an I/O error is [`ClosedByApplication`].
+pub(super) fn closed_by_application(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.is::<ClosedByApplication>())
+}
+
 #[derive(Debug)]
 pub(crate) struct RawEngine {
     stream: Box<dyn Stream>,
@@ -169,7 +189,7 @@ impl Engine for RawEngine {
         if outbound.is_some_and(Queue::is_finished) {
             return Err(io::Error::new(
                 io::ErrorKind::ConnectionAborted,
-                "STREAM: closed by the application",
+                ClosedByApplication,
             ));
         }
         Ok(())

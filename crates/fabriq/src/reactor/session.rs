@@ -575,11 +575,12 @@ impl Session {
 /// that speaks wrongly will not improve by retrying), but retries after
 /// timeouts and I/O errors.
 fn is_fatal(end: &End) -> bool {
-    matches!(
-        end,
-        End::Protocol(e) if !matches!(
+    match end {
+        End::Protocol(e) => !matches!(
             e,
             ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
-        )
-    )
+        ),
+        End::Io(e) => super::raw::closed_by_application(e),
+        End::Eof => false,
+    }
 }
