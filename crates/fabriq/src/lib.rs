@@ -97,8 +97,25 @@ pub enum SocketType {
     XPUB,
     /// Subscriber with subscriptions as messages.
     XSUB,
-    /// Raw TCP peers (tcp endpoints only): messages are `[routing id,
-    /// data]`; see docs/api.md.
+    /// Raw TCP peers (tcp and ipc endpoints): messages are `[routing id,
+    /// data]`, `[id, ""]` when a peer connects or goes away; sending
+    /// `[id, data]` writes the bytes, `[id, ""]` closes the connection. See
+    /// docs/api.md.
+    ///
+    /// ```
+    /// use std::io::Write;
+    ///
+    /// let ctx = fabriq::Context::new();
+    /// let stream = ctx.socket(fabriq::STREAM).unwrap();
+    /// stream.set_rcvtimeo(5000).unwrap();
+    /// stream.bind("tcp://127.0.0.1:*").unwrap();
+    /// let endpoint = stream.get_last_endpoint().unwrap().unwrap();
+    /// let mut peer = std::net::TcpStream::connect(&endpoint["tcp://".len()..]).unwrap();
+    /// let notice = stream.recv_multipart(0).unwrap();
+    /// assert!(notice[1].is_empty());
+    /// peer.write_all(b"x").unwrap();
+    /// assert_eq!(stream.recv_multipart(0).unwrap(), [notice[0].clone(), b"x".to_vec()]);
+    /// ```
     STREAM,
 }
 

@@ -58,6 +58,32 @@ pub fn proxy_steerable(frontend: &Socket, backend: &Socket, control: &Socket) ->
 
 /// [`proxy_steerable`] with a capture socket, as [`proxy_with_capture`];
 /// the commands are copied to the capture socket too, as libzmq does.
+///
+/// ```
+/// use std::thread;
+///
+/// let ctx = fabriq::Context::new();
+/// let control = ctx.socket(fabriq::PAIR).unwrap();
+/// control.bind("inproc://steer-capture-doc").unwrap();
+/// let tap = ctx.socket(fabriq::PULL).unwrap();
+/// tap.bind("inproc://steer-capture-doc-tap").unwrap();
+/// tap.set_rcvtimeo(5000).unwrap();
+/// let c = ctx.clone();
+/// let proxy = thread::spawn(move || {
+///     let front = c.socket(fabriq::PULL).unwrap();
+///     front.bind("inproc://steer-capture-doc-front").unwrap();
+///     let back = c.socket(fabriq::PUSH).unwrap();
+///     back.bind("inproc://steer-capture-doc-back").unwrap();
+///     let capture = c.socket(fabriq::PUSH).unwrap();
+///     capture.connect("inproc://steer-capture-doc-tap").unwrap();
+///     let steer = c.socket(fabriq::PAIR).unwrap();
+///     steer.connect("inproc://steer-capture-doc").unwrap();
+///     fabriq::proxy_steerable_with_capture(&front, &back, &capture, &steer)
+/// });
+/// control.send("TERMINATE", 0).unwrap();
+/// assert_eq!(tap.recv_bytes(0).unwrap(), b"TERMINATE");
+/// assert_eq!(proxy.join().unwrap(), Ok(()));
+/// ```
 pub fn proxy_steerable_with_capture(
     frontend: &Socket,
     backend: &Socket,

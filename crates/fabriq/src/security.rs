@@ -160,6 +160,13 @@ impl Socket {
 
     /// GSSAPI is not built in (`has("gssapi")` is false): `EINVAL`, as
     /// libzmq built without GSSAPI answers for its options.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::DEALER).unwrap();
+    /// assert_eq!(s.set_gssapi_server(true), Err(fabriq::Error::EINVAL));
+    /// assert_eq!(s.is_gssapi_server(), Err(fabriq::Error::EINVAL));
+    /// ```
     pub fn is_gssapi_server(&self) -> Result<bool> {
         no_gssapi()
     }

@@ -710,6 +710,23 @@ impl Socket {
     /// refused with `EAGAIN` (a blocking send waits, up to the send
     /// timeout) instead of being dropped for that subscriber
     /// (`ZMQ_XPUB_NODROP`; not in the zmq crate).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_nodrop(true).unwrap();
+    /// xpub.set_sndhwm(1).unwrap();
+    /// xpub.bind("inproc://nodrop-doc").unwrap();
+    /// let sub = ctx.socket(fabriq::SUB).unwrap();
+    /// sub.set_rcvhwm(1).unwrap();
+    /// sub.connect("inproc://nodrop-doc").unwrap();
+    /// sub.set_subscribe(b"").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01");
+    /// // The subscriber reads nothing: soon there is no room.
+    /// let refused = (0..100).any(|_| xpub.send("m", fabriq::DONTWAIT).is_err());
+    /// assert!(refused);
+    /// ```
     pub fn set_xpub_nodrop(&self, value: bool) -> Result<()> {
         self.xpub_only("xpub_nodrop")?;
         self.core().opts.xpub_nodrop = value;
@@ -1106,12 +1123,27 @@ impl Socket {
     /// A pointer to this socket (the zmq crate's `as_mut_ptr`). It is not
     /// a libzmq socket and not for [`Socket::from_raw`]; it is valid while
     /// the socket is neither moved nor dropped.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let mut s = ctx.socket(fabriq::PAIR).unwrap();
+    /// assert!(!s.as_mut_ptr().is_null());
+    /// ```
     pub fn as_mut_ptr(&mut self) -> *mut std::os::raw::c_void {
         (self as *mut Socket).cast()
     }
 
     /// The SOCKS5 proxy recorded with [`Socket::set_socks_proxy`] (empty:
     /// none).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::DEALER).unwrap();
+    /// s.set_socks_proxy(Some("127.0.0.1:1080")).unwrap();
+    /// assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "127.0.0.1:1080");
+    /// s.set_socks_proxy(None).unwrap();
+    /// assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "");
+    /// ```
     pub fn get_socks_proxy(&self) -> Result<std::result::Result<String, Vec<u8>>> {
         Ok(Ok(self.core().opts.socks_proxy.clone()))
     }
