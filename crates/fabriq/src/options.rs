@@ -38,7 +38,7 @@ pub(crate) struct Options {
     pub router_handover: bool,
     /// DEALER, ROUTER, REQ: an empty message to each new peer.
     pub probe_router: bool,
-    /// `ZMQ_SOCKS_PROXY` (recorded; connections do not use it).
+    /// `ZMQ_SOCKS_PROXY`: tcp connects go through this SOCKS5 proxy.
     pub socks_proxy: String,
     pub req_relaxed: bool,
     pub req_correlate: bool,

@@ -1148,9 +1148,10 @@ impl Socket {
         Ok(Ok(self.core().opts.socks_proxy.clone()))
     }
 
-    /// Records a SOCKS5 proxy (`ZMQ_SOCKS_PROXY`; `None` clears it). fabriq
-    /// does not use it: tcp connections go straight to the peer (see
-    /// docs/api.md).
+    /// Sets a SOCKS5 proxy, `HOST:PORT` (`ZMQ_SOCKS_PROXY`; `None` or an
+    /// empty text: none): later tcp connects go through it, as libzmq's:
+    /// "no authentication", then a CONNECT for the endpoint's address (a
+    /// host name is passed for the proxy to resolve).
     pub fn set_socks_proxy(&self, value: Option<&str>) -> Result<()> {
         self.core().opts.socks_proxy = value.unwrap_or("").to_string();
         Ok(())

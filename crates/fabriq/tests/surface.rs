@@ -903,3 +903,111 @@ macro_rules! stream_to_stream {
     }};
 }
 cross!(stream_to_stream);
+
+// ---- SOCKS_PROXY -------------------------------------------------------------
+
+/// What a CONNECT request asked the test proxy for: the address type (1
+/// IPv4, 3 name, 4 IPv6), the host as text, the port.
+type SocksRequest = (u8, String, u16);
+
+/// A SOCKS5 proxy on loopback that takes "no authentication", reports each
+/// CONNECT request, connects and relays both ways.
+fn socks_proxy() -> (String, std::sync::mpsc::Receiver<SocksRequest>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = socks_serve(client, tx);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+fn socks_serve(
+    mut client: TcpStream,
+    tx: std::sync::mpsc::Sender<SocksRequest>,
+) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    let mut head = [0u8; 2];
+    client.read_exact(&mut head)?;
+    assert_eq!(head[0], 5, "SOCKS version");
+    let mut methods = vec![0u8; usize::from(head[1])];
+    client.read_exact(&mut methods)?;
+    assert!(methods.contains(&0), "no 'no authentication' offered");
+    client.write_all(&[5, 0])?;
+    let mut request = [0u8; 4];
+    client.read_exact(&mut request)?;
+    assert_eq!(request[..3], [5, 1, 0], "a CONNECT request");
+    let host = match request[3] {
+        1 => {
+            let mut a = [0u8; 4];
+            client.read_exact(&mut a)?;
+            std::net::Ipv4Addr::from(a).to_string()
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            client.read_exact(&mut a)?;
+            std::net::Ipv6Addr::from(a).to_string()
+        }
+        _ => {
+            let mut len = [0u8; 1];
+            client.read_exact(&mut len)?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            client.read_exact(&mut name)?;
+            String::from_utf8(name).unwrap()
+        }
+    };
+    let mut port = [0u8; 2];
+    client.read_exact(&mut port)?;
+    let port = u16::from_be_bytes(port);
+    let _ = tx.send((request[3], host.clone(), port));
+    let target = TcpStream::connect((host.as_str(), port))?;
+    client.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0])?;
+    let (mut from_target, mut to_client) = (target.try_clone()?, client.try_clone()?);
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_target, &mut to_client);
+        let _ = to_client.shutdown(std::net::Shutdown::Both);
+    });
+    let mut to_target = target;
+    let _ = std::io::copy(&mut client, &mut to_target);
+    let _ = to_target.shutdown(std::net::Shutdown::Both);
+    Ok(())
+}
+
+/// A DEALER with SOCKS_PROXY reaches its ROUTER through the proxy: an
+/// address literal goes as such, a host name as a name for the proxy to
+/// resolve.
+macro_rules! socks_proxy {
+    ($a:ident, $b:ident) => {{
+        let (ca, cb) = ($a::Context::new(), $b::Context::new());
+        let (proxy, requests) = crate::socks_proxy();
+        let router = sock!($b, cb, ROUTER);
+        let endpoint = bind_tcp!(router);
+        let port: u16 = endpoint.rsplit_once(':').unwrap().1.parse().unwrap();
+        let wait = std::time::Duration::from_millis(crate::TIMEOUT_MS as u64);
+        for (target, kind, host) in [
+            (endpoint.clone(), 1, "127.0.0.1"),
+            (format!("tcp://localhost:{port}"), 3, "localhost"),
+        ] {
+            let dealer = sock!($a, ca, DEALER);
+            dealer.set_socks_proxy(Some(&proxy)).unwrap();
+            dealer.connect(&target).unwrap();
+            dealer.send("via socks", 0).unwrap();
+            assert_eq!(
+                requests.recv_timeout(wait).unwrap(),
+                (kind, host.to_string(), port)
+            );
+            let mut got = router.recv_multipart(0).unwrap();
+            assert_eq!(got[1], b"via socks");
+            got[1] = b"back".to_vec();
+            router.send_multipart(got, 0).unwrap();
+            assert_eq!(dealer.recv_bytes(0).unwrap(), b"back");
+        }
+    }};
+}
+cross!(socks_proxy);
