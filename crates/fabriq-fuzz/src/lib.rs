@@ -250,6 +250,8 @@ fn peer_type(t: SocketType) -> SocketType {
         Router => Dealer,
         Pull => Push,
         Push => Pull,
+        // Not a ZMTP type (not in SocketType::ALL): it has no ZMTP peer.
+        Stream => unreachable!("STREAM speaks no ZMTP"),
     }
 }
 

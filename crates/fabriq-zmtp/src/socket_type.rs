@@ -34,10 +34,13 @@ pub enum SocketType {
     XPub,
     /// Subscriber that sends subscriptions as messages.
     XSub,
+    /// Raw TCP (libzmq's `ZMQ_STREAM`): speaks no ZMTP, so it never takes
+    /// part in a handshake and is not in [`SocketType::ALL`].
+    Stream,
 }
 
 impl SocketType {
-    /// Every socket type, in libzmq's numbering order.
+    /// Every ZMTP socket type, in libzmq's numbering order.
     pub const ALL: [SocketType; 11] = [
         SocketType::Pair,
         SocketType::Pub,
@@ -66,6 +69,7 @@ impl SocketType {
             SocketType::Push => "PUSH",
             SocketType::XPub => "XPUB",
             SocketType::XSub => "XSUB",
+            SocketType::Stream => "STREAM",
         }
     }
 
@@ -79,6 +83,9 @@ impl SocketType {
 
     /// libzmq's numeric constant (`ZMQ_PAIR` = 0 ... `ZMQ_XSUB` = 10).
     pub fn to_raw(self) -> i32 {
+        if self == SocketType::Stream {
+            return 11; // ZMQ_STREAM
+        }
         SocketType::ALL
             .iter()
             .position(|t| *t == self)
@@ -106,6 +113,7 @@ impl SocketType {
             Router => matches!(peer, Req | Dealer | Router),
             Pull => peer == Push,
             Push => peer == Pull,
+            Stream => false,
         }
     }
 

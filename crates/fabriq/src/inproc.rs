@@ -136,6 +136,9 @@ fn complete(p: Pending, binder: &Binder) {
             p.end
                 .rx
                 .set_hwm(combined_hwm(p.connector_opts.sndhwm, opts.rcvhwm));
+            if opts.probe_router {
+                p.end.tx.push_probe();
+            }
             socket.attach(p.end);
         }
         Binder::Monitor(sink) => {
@@ -180,6 +183,9 @@ pub(crate) fn connect(
     // a conflating binder sets it on its side when it takes the pipe.
     to_us.set_conflate(opts.conflate);
     to_binder.set_conflate(opts.conflate);
+    if opts.probe_router {
+        to_binder.push_probe();
+    }
     let id = next_pipe_id();
     let ours = PipeEnd {
         id,

@@ -63,7 +63,7 @@ pub use error::{last_error_detail, Error, Result};
 pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};
 pub use message::Message;
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
-pub use proxy::{proxy, proxy_with_capture};
+pub use proxy::{proxy, proxy_steerable, proxy_steerable_with_capture, proxy_with_capture};
 pub use socket::{Sendable, Socket};
 
 /// Send flag: do not block; fail with `EAGAIN` instead.
@@ -97,7 +97,25 @@ pub enum SocketType {
     XPUB,
     /// Subscriber with subscriptions as messages.
     XSUB,
-    /// Raw TCP (not supported: `Context::socket` returns `EINVAL`).
+    /// Raw TCP peers (tcp and ipc endpoints): messages are `[routing id,
+    /// data]`, `[id, ""]` when a peer connects or goes away; sending
+    /// `[id, data]` writes the bytes, `[id, ""]` closes the connection. See
+    /// docs/api.md.
+    ///
+    /// ```
+    /// use std::io::Write;
+    ///
+    /// let ctx = fabriq::Context::new();
+    /// let stream = ctx.socket(fabriq::STREAM).unwrap();
+    /// stream.set_rcvtimeo(5000).unwrap();
+    /// stream.bind("tcp://127.0.0.1:*").unwrap();
+    /// let endpoint = stream.get_last_endpoint().unwrap().unwrap();
+    /// let mut peer = std::net::TcpStream::connect(&endpoint["tcp://".len()..]).unwrap();
+    /// let notice = stream.recv_multipart(0).unwrap();
+    /// assert!(notice[1].is_empty());
+    /// peer.write_all(b"x").unwrap();
+    /// assert_eq!(stream.recv_multipart(0).unwrap(), [notice[0].clone(), b"x".to_vec()]);
+    /// ```
     STREAM,
 }
 
@@ -118,7 +136,7 @@ impl SocketType {
             PUSH => Z::Push,
             XPUB => Z::XPub,
             XSUB => Z::XSub,
-            STREAM => return None,
+            STREAM => Z::Stream,
         })
     }
 }
@@ -138,6 +156,7 @@ impl From<fabriq_zmtp::SocketType> for SocketType {
             Z::Push => PUSH,
             Z::XPub => XPUB,
             Z::XSub => XSUB,
+            Z::Stream => STREAM,
         }
     }
 }

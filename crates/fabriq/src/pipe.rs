@@ -239,6 +239,15 @@ impl Queue {
         self.hot.len.fetch_add(0, Ordering::SeqCst) < hwm
     }
 
+    /// PROBE_ROUTER: queues the empty message that a DEALER, ROUTER or REQ
+    /// with the option sends a new peer before anything else. Callers
+    /// queue it when they make the pipe (on the socket's outgoing side),
+    /// so it leaves without the application calling into the socket, as
+    /// libzmq's does for the connections it initiates.
+    pub(crate) fn push_probe(&self) {
+        self.push(Item::Msg([Bytes::new()].into_iter().collect()));
+    }
+
     /// Appends an item (the caller checked [`Queue::has_room`] where the
     /// pattern requires it). Discarded if the reader is gone.
     pub(crate) fn push(&self, item: Item) {

@@ -158,6 +158,54 @@ impl Socket {
         Ok(())
     }
 
+    /// GSSAPI is not built in (`has("gssapi")` is false): `EINVAL`, as
+    /// libzmq built without GSSAPI answers for its options.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::DEALER).unwrap();
+    /// assert_eq!(s.set_gssapi_server(true), Err(fabriq::Error::EINVAL));
+    /// assert_eq!(s.is_gssapi_server(), Err(fabriq::Error::EINVAL));
+    /// ```
+    pub fn is_gssapi_server(&self) -> Result<bool> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_server(&self, _value: bool) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn is_gssapi_plaintext(&self) -> Result<bool> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_plaintext(&self, _value: bool) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn get_gssapi_principal(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_principal(&self, _value: &str) -> Result<()> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn get_gssapi_service_principal(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        no_gssapi()
+    }
+
+    /// GSSAPI is not built in: `EINVAL` (see [`Socket::is_gssapi_server`]).
+    pub fn set_gssapi_service_principal(&self, _value: &str) -> Result<()> {
+        no_gssapi()
+    }
+
     /// Whether the socket is a CURVE server.
     pub fn is_curve_server(&self) -> Result<bool> {
         let opts = &self.core().opts;
@@ -255,6 +303,13 @@ impl Socket {
         self.core().opts.security.zap_enforce_domain = value;
         Ok(())
     }
+}
+
+fn no_gssapi<T>() -> Result<T> {
+    crate::error::err(
+        crate::Error::EINVAL,
+        "GSSAPI is not built into fabriq (has(\"gssapi\") is false)",
+    )
 }
 
 #[cfg(test)]

@@ -373,6 +373,7 @@ impl Socket {
     pub fn bind(&self, endpoint: &str) -> Result<()> {
         self.check_open()?;
         let parsed = Endpoint::parse(endpoint, Role::Bind)?;
+        self.check_stream_transport(&parsed)?;
         let mut core = self.core();
         let (resolved, attachment) = match &parsed {
             Endpoint::Inproc(name) => {
@@ -428,6 +429,7 @@ impl Socket {
     pub fn connect(&self, endpoint: &str) -> Result<()> {
         self.check_open()?;
         let parsed = Endpoint::parse(endpoint, Role::Connect)?;
+        self.check_stream_transport(&parsed)?;
         let mut core = self.core();
         let core = &mut *core;
         let attachment = match &parsed {
@@ -565,6 +567,20 @@ impl Socket {
 
     // ---- options -------------------------------------------------------
 
+    /// STREAM sockets carry raw bytes over tcp and ipc connections only.
+    fn check_stream_transport(&self, parsed: &Endpoint) -> Result<()> {
+        if self.shared.socket_type != ZmtpType::Stream {
+            return Ok(());
+        }
+        match parsed {
+            Endpoint::Io(a) if a.scheme == "tcp" || a.scheme == "ipc" => Ok(()),
+            _ => err(
+                Error::EPROTONOSUPPORT,
+                "STREAM sockets work over tcp:// and ipc:// only",
+            ),
+        }
+    }
+
     /// The socket's type.
     pub fn get_socket_type(&self) -> Result<SocketType> {
         Ok(self.shared.socket_type.into())
@@ -586,36 +602,139 @@ impl Socket {
         Ok(())
     }
 
-    /// Subscribes a SUB socket to messages starting with `topic`.
+    /// Subscribes a SUB socket to messages starting with `topic`; on an
+    /// XPUB with [`Socket::set_xpub_manual`], subscribes the peer whose
+    /// subscription message was received last.
     pub fn set_subscribe(&self, topic: &[u8]) -> Result<()> {
         let mut core = self.core();
+        self.manual_xpub_check(&core, "subscribe")?;
         self.process_commands(&mut core);
         core.pattern.subscribe(topic, true)
     }
 
-    /// Removes one subscription to `topic`.
+    /// Removes one subscription to `topic` (XPUB_MANUAL: as
+    /// [`Socket::set_subscribe`]).
     pub fn set_unsubscribe(&self, topic: &[u8]) -> Result<()> {
         let mut core = self.core();
+        self.manual_xpub_check(&core, "unsubscribe")?;
         self.process_commands(&mut core);
         core.pattern.subscribe(topic, false)
     }
 
-    /// XPUB: passes every subscription to the application, not only new
-    /// topics.
-    pub fn set_xpub_verbose(&self, value: bool) -> Result<()> {
-        self.xpub_only("xpub_verbose")?;
-        self.core().opts.xpub_verbose = value;
+    fn manual_xpub_check(&self, core: &Core, what: &str) -> Result<()> {
+        if self.shared.socket_type == ZmtpType::XPub && !core.opts.xpub_manual {
+            return err(
+                Error::EINVAL,
+                format!("{what} is an option of SUB sockets, and of XPUB ones with xpub_manual"),
+            );
+        }
         Ok(())
     }
 
-    /// XPUB: passes every unsubscription to the application.
+    /// XPUB: passes every subscription to the application, not only new
+    /// topics (`ZMQ_XPUB_VERBOSE`; as in libzmq this also turns
+    /// [`Socket::set_xpub_verboser`]'s verbose unsubscriptions off).
+    pub fn set_xpub_verbose(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verbose")?;
+        let opts = &mut self.core().opts;
+        opts.xpub_verbose = value;
+        opts.xpub_verbose_unsubscribe = false;
+        Ok(())
+    }
+
+    /// XPUB: passes every unsubscription to the application (fabriq's own
+    /// option; libzmq has it only together with verbose subscriptions, as
+    /// [`Socket::set_xpub_verboser`]).
     pub fn set_xpub_verbose_unsubscribe(&self, value: bool) -> Result<()> {
         self.xpub_only("xpub_verbose_unsubscribe")?;
         self.core().opts.xpub_verbose_unsubscribe = value;
         Ok(())
     }
 
-    /// XPUB: a message sent to each new subscriber.
+    /// XPUB: passes every subscription and every unsubscription to the
+    /// application (`ZMQ_XPUB_VERBOSER`; not in the zmq crate).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_verboser(true).unwrap();
+    /// xpub.bind("inproc://verboser-doc").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// let subs: Vec<_> = (0..2).map(|_| ctx.socket(fabriq::SUB).unwrap()).collect();
+    /// for s in &subs {
+    ///     s.connect("inproc://verboser-doc").unwrap();
+    ///     s.set_subscribe(b"t").unwrap();
+    ///     assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01t");
+    /// }
+    /// subs[0].set_unsubscribe(b"t").unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x00t");
+    /// ```
+    pub fn set_xpub_verboser(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_verboser")?;
+        let opts = &mut self.core().opts;
+        opts.xpub_verbose = value;
+        opts.xpub_verbose_unsubscribe = value;
+        Ok(())
+    }
+
+    /// XPUB: subscriptions are the application's to apply
+    /// (`ZMQ_XPUB_MANUAL`; not in the zmq crate). Every (un)subscription
+    /// is received and none takes effect until the application calls
+    /// [`Socket::set_subscribe`] / [`Socket::set_unsubscribe`] on the XPUB,
+    /// which apply to the peer whose (un)subscription was received last.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_manual(true).unwrap();
+    /// xpub.bind("inproc://manual-doc").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// let sub = ctx.socket(fabriq::SUB).unwrap();
+    /// sub.set_rcvtimeo(5000).unwrap();
+    /// sub.connect("inproc://manual-doc").unwrap();
+    /// sub.set_subscribe(b"weather").unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01weather");
+    /// xpub.send("weather: not delivered, not applied yet", 0).unwrap();
+    /// // Apply it for that peer.
+    /// xpub.set_subscribe(b"weather").unwrap();
+    /// xpub.send("weather: sunny", 0).unwrap();
+    /// assert_eq!(sub.recv_bytes(0).unwrap(), b"weather: sunny");
+    /// ```
+    pub fn set_xpub_manual(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_manual")?;
+        self.core().opts.xpub_manual = value;
+        Ok(())
+    }
+
+    /// XPUB: a message that a matching subscriber has no room for is
+    /// refused with `EAGAIN` (a blocking send waits, up to the send
+    /// timeout) instead of being dropped for that subscriber
+    /// (`ZMQ_XPUB_NODROP`; not in the zmq crate).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let xpub = ctx.socket(fabriq::XPUB).unwrap();
+    /// xpub.set_xpub_nodrop(true).unwrap();
+    /// xpub.set_sndhwm(1).unwrap();
+    /// xpub.bind("inproc://nodrop-doc").unwrap();
+    /// let sub = ctx.socket(fabriq::SUB).unwrap();
+    /// sub.set_rcvhwm(1).unwrap();
+    /// sub.connect("inproc://nodrop-doc").unwrap();
+    /// sub.set_subscribe(b"").unwrap();
+    /// xpub.set_rcvtimeo(5000).unwrap();
+    /// assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01");
+    /// // The subscriber reads nothing: soon there is no room.
+    /// let refused = (0..100).any(|_| xpub.send("m", fabriq::DONTWAIT).is_err());
+    /// assert!(refused);
+    /// ```
+    pub fn set_xpub_nodrop(&self, value: bool) -> Result<()> {
+        self.xpub_only("xpub_nodrop")?;
+        self.core().opts.xpub_nodrop = value;
+        Ok(())
+    }
+
+    /// XPUB: a message sent to each new subscriber (`None` or an empty
+    /// text: none, as in libzmq).
     pub fn set_xpub_welcome_msg(&self, value: Option<&str>) -> Result<()> {
         self.xpub_only("xpub_welcome_msg")?;
         self.core().opts.xpub_welcome_msg = value.map(|v| Bytes::copy_from_slice(v.as_bytes()));
@@ -697,8 +816,9 @@ int_options! {
     (get_heartbeat_ivl, set_heartbeat_ivl) => heartbeat_ivl [0, i32::MAX],
     /// TTL announced in PINGs, in ms (rounded down to 100 ms).
     (get_heartbeat_ttl, set_heartbeat_ttl) => heartbeat_ttl [0, 6_553_599],
-    /// Time to wait for traffic after a PING, in ms (-1: the interval).
-    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout [-1, i32::MAX],
+    /// Time to wait for traffic after a PING, in ms (default -1: the
+    /// interval; only 0 and above can be set, as in libzmq).
+    (get_heartbeat_timeout, set_heartbeat_timeout) => heartbeat_timeout [0, i32::MAX],
     /// Time allowed for the ZMTP handshake, in ms (0: unlimited).
     (get_handshake_ivl, set_handshake_ivl) => handshake_ivl [0, i32::MAX],
     /// Time allowed for a tcp connect, in ms (0: the OS default).
@@ -869,12 +989,73 @@ macro_rules! typed_bool_options {
     };
 }
 
-typed_bool_options! {
+/// Boolean options of one socket type that libzmq 4.3 can set but not
+/// read: the setter answers EINVAL on other socket types, the getter
+/// always answers EINVAL (as `zmq_getsockopt` does for them).
+macro_rules! write_only_bool_options {
+    ($( $(#[$doc:meta])* ($get:ident, $set:ident) => $field:ident for $($ty:ident)|+ ),* $(,)?) => {
+        impl Socket {
+            $(
+                $(#[$doc])*
+                ///
+                /// The getter fails with `EINVAL`: libzmq 4.3 has no getter
+                /// for this option.
+                pub fn $get(&self) -> Result<bool> {
+                    err(
+                        Error::EINVAL,
+                        format!("{} cannot be read (libzmq 4.3 has no getter for it)", stringify!($field)),
+                    )
+                }
+
+                $(#[$doc])*
+                pub fn $set(&self, value: bool) -> Result<()> {
+                    if !matches!(self.shared.socket_type, $(ZmtpType::$ty)|+) {
+                        return err(
+                            Error::EINVAL,
+                            format!("{} is an option of {} sockets", stringify!($field), stringify!($($ty)|+)),
+                        );
+                    }
+                    self.core().opts.$field = value;
+                    Ok(())
+                }
+            )*
+        }
+    };
+}
+
+write_only_bool_options! {
     /// ROUTER: refuse unroutable messages (EHOSTUNREACH) instead of
-    /// dropping them.
+    /// dropping them, and say EAGAIN when the peer's pipe is full.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let router = ctx.socket(fabriq::ROUTER).unwrap();
+    /// router.set_router_mandatory(true).unwrap();
+    /// let sent = router.send_multipart(["nobody", "hello"], fabriq::DONTWAIT);
+    /// assert_eq!(sent, Err(fabriq::Error::EHOSTUNREACH));
+    /// ```
     (is_router_mandatory, set_router_mandatory) => router_mandatory for Router,
     /// ROUTER: a new peer with a taken identity takes it over.
     (is_router_handover, set_router_handover) => router_handover for Router,
+    /// DEALER, ROUTER, REQ: send an empty message to each new peer as soon
+    /// as it is attached (`ZMQ_PROBE_ROUTER`), so that a ROUTER learns the
+    /// peer's routing id before it says anything.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let router = ctx.socket(fabriq::ROUTER).unwrap();
+    /// router.bind("inproc://probe-doc").unwrap();
+    /// let dealer = ctx.socket(fabriq::DEALER).unwrap();
+    /// dealer.set_identity(b"d1").unwrap();
+    /// dealer.set_probe_router(true).unwrap();
+    /// dealer.connect("inproc://probe-doc").unwrap();
+    /// router.set_rcvtimeo(5000).unwrap();
+    /// assert_eq!(router.recv_multipart(0).unwrap(), [b"d1".to_vec(), Vec::new()]);
+    /// ```
+    (is_probe_router, set_probe_router) => probe_router for Dealer | Router | Req,
+}
+
+typed_bool_options! {
     /// REQ: allow a new request before the reply to the previous one.
     (is_req_relaxed, set_req_relaxed) => req_relaxed for Req,
     /// REQ: match replies to requests with a request id.
@@ -907,6 +1088,84 @@ impl Socket {
     }
 }
 
+impl Socket {
+    /// Gives the socket up as a raw pointer (the zmq crate's `into_raw`).
+    ///
+    /// The pointer is fabriq's own (a boxed `Socket`), not a libzmq
+    /// socket: it can only go back through [`Socket::from_raw`]; until it
+    /// does, the socket stays open.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::PAIR).unwrap();
+    /// let raw = s.into_raw();
+    /// // SAFETY: `raw` came from `into_raw` and is used once.
+    /// let s = unsafe { fabriq::Socket::from_raw(raw) };
+    /// assert_eq!(s.get_socket_type().unwrap(), fabriq::PAIR);
+    /// ```
+    pub fn into_raw(self) -> *mut std::os::raw::c_void {
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// Takes back a socket given up with [`Socket::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `sock` must come from [`Socket::into_raw`] and must not be used
+    /// again after this call (the returned `Socket` owns it).
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw(sock: *mut std::os::raw::c_void) -> Socket {
+        // SAFETY: the caller promises `sock` is a `Box<Socket>` from
+        // `into_raw`, taken back once.
+        *unsafe { Box::from_raw(sock.cast::<Socket>()) }
+    }
+
+    /// A pointer to this socket (the zmq crate's `as_mut_ptr`). It is not
+    /// a libzmq socket and not for [`Socket::from_raw`]; it is valid while
+    /// the socket is neither moved nor dropped.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let mut s = ctx.socket(fabriq::PAIR).unwrap();
+    /// assert!(!s.as_mut_ptr().is_null());
+    /// ```
+    pub fn as_mut_ptr(&mut self) -> *mut std::os::raw::c_void {
+        (self as *mut Socket).cast()
+    }
+
+    /// The SOCKS5 proxy recorded with [`Socket::set_socks_proxy`] (empty:
+    /// none).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::DEALER).unwrap();
+    /// s.set_socks_proxy(Some("127.0.0.1:1080")).unwrap();
+    /// assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "127.0.0.1:1080");
+    /// s.set_socks_proxy(None).unwrap();
+    /// assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "");
+    /// ```
+    pub fn get_socks_proxy(&self) -> Result<std::result::Result<String, Vec<u8>>> {
+        Ok(Ok(self.core().opts.socks_proxy.clone()))
+    }
+
+    /// Sets a SOCKS5 proxy, `HOST:PORT` (`ZMQ_SOCKS_PROXY`; `None` or an
+    /// empty text: none): later tcp connects go through it, as libzmq's:
+    /// "no authentication", then a CONNECT for the endpoint's address (a
+    /// host name is passed for the proxy to resolve).
+    pub fn set_socks_proxy(&self, value: Option<&str>) -> Result<()> {
+        self.core().opts.socks_proxy = value.unwrap_or("").to_string();
+        Ok(())
+    }
+}
+
+/// The zmq crate's `AsRawFd`: the socket's wake-up descriptor
+/// ([`Socket::get_fd`]).
+impl std::os::fd::AsRawFd for Socket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.get_fd().expect("the socket's wake-up descriptor")
+    }
+}
+
 impl Drop for Socket {
     fn drop(&mut self) {
         let core = self.core.get_mut();
@@ -932,7 +1191,7 @@ impl Context {
             return err(Error::ETERM, "the context was terminated");
         }
         let Some(zmtp_type) = socket_type.to_zmtp() else {
-            return err(Error::EINVAL, "STREAM sockets are not supported by fabriq");
+            return err(Error::EINVAL, "this socket type is not supported by fabriq");
         };
         Socket::new(self.clone(), zmtp_type)
     }

@@ -9,6 +9,7 @@ mod push;
 mod rep;
 mod req;
 mod router;
+mod stream;
 mod subscribe;
 
 use std::collections::{HashMap, VecDeque};
@@ -79,6 +80,7 @@ pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
         SocketType::XPub => Box::new(publish::Publish::new(true)),
         SocketType::Sub => Box::new(subscribe::Subscribe::new(false)),
         SocketType::XSub => Box::new(subscribe::Subscribe::new(true)),
+        SocketType::Stream => Box::new(stream::Stream::new()),
     }
 }
 

@@ -16,6 +16,7 @@
 mod engine;
 mod fabric;
 pub(crate) mod pages;
+mod raw;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -266,7 +267,12 @@ impl Reactor {
         endpoint.transport.check_connect(endpoint, opts)?;
         let token = next_token();
         let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
-        let early_pipe = !opts.immediate && socket.socket_type != fabriq_zmtp::SocketType::Router;
+        // (A STREAM's peer gets a new routing id per connection too.)
+        let early_pipe = !opts.immediate
+            && !matches!(
+                socket.socket_type,
+                fabriq_zmtp::SocketType::Router | fabriq_zmtp::SocketType::Stream
+            );
         let (socket_end, session_end) = if early_pipe {
             let (a, b) = make_pipe(&link, socket, opts, None);
             (Some(a), Some(b))
@@ -337,6 +343,9 @@ pub(super) fn make_pipe(
     let incoming = Queue::new(Options::hwm(opts.rcvhwm), socket_waker, session_waker);
     outgoing.set_conflate(opts.conflate);
     incoming.set_conflate(opts.conflate);
+    if opts.probe_router {
+        outgoing.push_probe();
+    }
     let peer = peer.unwrap_or(PeerMeta {
         identity: Default::default(),
         metadata: None,

@@ -74,6 +74,9 @@ pub(super) struct Session {
     origin: Origin,
     /// A connect attempt in progress (registered with the poller).
     connecting: Option<Box<dyn Stream>>,
+    /// When the attempt in progress is abandoned (tcp with
+    /// `connect_timeout`, as libzmq's tcp connecter does).
+    connect_deadline: Option<Instant>,
     /// The connection's engine, when there is a connection.
     link: Arc<Link>,
     data_path: DataPath,
@@ -102,6 +105,7 @@ impl Session {
             endpoint: base.endpoint,
             origin,
             connecting: None,
+            connect_deadline: None,
             link: base.link,
             data_path: base.data_path,
             pipe_per_connection: pipe.is_none(),
@@ -147,6 +151,9 @@ impl Session {
         let socket_type = self.socket.socket_type;
         let config = self.opts.zmtp_config(socket_type);
         match &self.data_path {
+            DataPath::Stream if socket_type == fabriq_zmtp::SocketType::Stream => {
+                Some(Box::new(super::raw::RawEngine::new(stream)))
+            }
             DataPath::Stream => {
                 let conn = Connection::new(config, now).ok()?;
                 let lock_step = matches!(
@@ -223,7 +230,16 @@ impl Session {
             }
             match self.connecting.as_mut().map(|s| s.connect_result()) {
                 Some(Ok(true)) => self.on_connected(slot, poller, now),
-                Some(Ok(false)) => return Outcome::Keep { wake_at: None },
+                Some(Ok(false)) => match self.connect_deadline {
+                    Some(d) if now >= d => {
+                        let timed_out = std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "connect_timeout: the connect attempt was abandoned",
+                        );
+                        return self.on_end(slot, poller, End::Io(timed_out), now);
+                    }
+                    wake_at => return Outcome::Keep { wake_at },
+                },
                 Some(Err(e)) => return self.on_end(slot, poller, End::Io(e), now),
                 None => unreachable!("checked above"),
             }
@@ -318,9 +334,16 @@ impl Session {
                     libc::EINPROGRESS as u32,
                     &self.endpoint,
                 );
+                // libzmq applies connect_timeout to tcp connects only.
+                self.connect_deadline = match millis(self.opts.connect_timeout) {
+                    Some(t) if target.scheme == "tcp" && !t.is_zero() => Some(now + t),
+                    _ => None,
+                };
                 // The poller reports the stream writable once the
                 // connect is done (or at once, where it already is).
-                Outcome::Keep { wake_at: None }
+                Outcome::Keep {
+                    wake_at: self.connect_deadline,
+                }
             }
             Err(e) => self.on_end(slot, poller, End::Io(e), now),
         }
@@ -552,11 +575,12 @@ impl Session {
 /// that speaks wrongly will not improve by retrying), but retries after
 /// timeouts and I/O errors.
 fn is_fatal(end: &End) -> bool {
-    matches!(
-        end,
-        End::Protocol(e) if !matches!(
+    match end {
+        End::Protocol(e) => !matches!(
             e,
             ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
-        )
-    )
+        ),
+        End::Io(e) => super::raw::closed_by_application(e),
+        End::Eof => false,
+    }
 }

@@ -21,6 +21,7 @@ pub(crate) mod ipc;
 #[cfg(test)]
 pub(crate) mod mem;
 pub(crate) mod ofi;
+mod socks;
 pub(crate) mod tcp;
 
 use std::any::Any;

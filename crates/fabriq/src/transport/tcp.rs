@@ -45,6 +45,12 @@ impl Transport for Tcp {
     }
 
     fn connect(&self, address: &Address, opts: &Options) -> io::Result<Box<dyn Stream>> {
+        if !opts.socks_proxy.is_empty() {
+            return Ok(Box::new(super::socks::Socks5::start(
+                &address.address,
+                opts,
+            )?));
+        }
         Ok(Box::new(connect(&address.address, opts)?))
     }
 }

@@ -676,6 +676,7 @@ fn socket_options_and_introspection() {
         zmq::PUSH,
         zmq::XPUB,
         zmq::XSUB,
+        zmq::STREAM,
     ] {
         let s = ctx.socket(t).unwrap();
         assert_eq!(s.get_socket_type().unwrap(), t);
@@ -1013,4 +1014,412 @@ fn security_options_and_z85() {
         Err(zmq::DecodeError::BadLength)
     ));
     let _keys: fn() -> zmq::Result<zmq::CurveKeyPair> = zmq::CurveKeyPair::new;
+}
+
+// ---- every public item of the zmq crate 0.10 ---------------------------
+
+/// Every function, method, constant and enum variant of the zmq crate
+/// 0.10, named with its exact type where a function pointer can carry
+/// it, and called. A missing item or a different signature is a compile
+/// error; a different behaviour fails an assertion.
+#[test]
+#[allow(deprecated)] // with_capacity, from_slice, send_msg, send_str
+fn every_item_of_the_zmq_crate() {
+    use std::os::unix::io::{AsRawFd, RawFd};
+    type R<T> = zmq::Result<T>;
+    type S = zmq::Socket;
+    type Text = Result<String, Vec<u8>>;
+
+    // Free functions.
+    let _: fn() -> (i32, i32, i32) = zmq::version;
+    let _: fn(&str) -> Option<bool> = zmq::has;
+    let _: fn(&[u8]) -> Result<String, zmq::EncodeError> = zmq::z85_encode;
+    let _: fn(&str) -> Result<Vec<u8>, zmq::DecodeError> = zmq::z85_decode;
+    let _: fn(&mut [zmq::PollItem], i64) -> R<i32> = zmq::poll;
+    let _: fn(&S, &S) -> R<()> = zmq::proxy;
+    assert_eq!(zmq::has("ipc"), Some(true));
+    assert_eq!(zmq::has("gssapi"), Some(false));
+    assert_eq!(zmq::has("no such thing"), Some(false));
+
+    // Constants.
+    let flags: [i32; 2] = [zmq::DONTWAIT, zmq::SNDMORE];
+    assert_eq!(flags, [1, 2]);
+    let events: [zmq::PollEvents; 3] = [zmq::POLLIN, zmq::POLLOUT, zmq::POLLERR];
+    assert_eq!(
+        events,
+        [
+            zmq::PollEvents::POLLIN,
+            zmq::PollEvents::POLLOUT,
+            zmq::PollEvents::POLLERR
+        ]
+    );
+    assert_eq!(
+        [events[0].bits(), events[1].bits(), events[2].bits()],
+        [1, 2, 4]
+    );
+
+    // Enums, every variant.
+    let types = [
+        zmq::PAIR,
+        zmq::PUB,
+        zmq::SUB,
+        zmq::REQ,
+        zmq::REP,
+        zmq::DEALER,
+        zmq::ROUTER,
+        zmq::PULL,
+        zmq::PUSH,
+        zmq::XPUB,
+        zmq::XSUB,
+        zmq::STREAM,
+        zmq::SocketType::PAIR,
+    ];
+    assert_eq!(types[0], types[12]);
+    let mechanisms = [
+        zmq::Mechanism::ZMQ_NULL,
+        zmq::Mechanism::ZMQ_PLAIN,
+        zmq::Mechanism::ZMQ_CURVE,
+        zmq::Mechanism::ZMQ_GSSAPI,
+    ];
+    assert_eq!(format!("{:?}", mechanisms[3]), "ZMQ_GSSAPI");
+    use zmq::SocketEvent as E;
+    let all_events = [
+        (E::CONNECTED, 0x0001),
+        (E::CONNECT_DELAYED, 0x0002),
+        (E::CONNECT_RETRIED, 0x0004),
+        (E::LISTENING, 0x0008),
+        (E::BIND_FAILED, 0x0010),
+        (E::ACCEPTED, 0x0020),
+        (E::ACCEPT_FAILED, 0x0040),
+        (E::CLOSED, 0x0080),
+        (E::CLOSE_FAILED, 0x0100),
+        (E::DISCONNECTED, 0x0200),
+        (E::MONITOR_STOPPED, 0x0400),
+        (E::HANDSHAKE_FAILED_NO_DETAIL, 0x0800),
+        (E::HANDSHAKE_SUCCEEDED, 0x1000),
+        (E::HANDSHAKE_FAILED_PROTOCOL, 0x2000),
+        (E::HANDSHAKE_FAILED_AUTH, 0x4000),
+        (E::ALL, 0xFFFF),
+    ];
+    let _: fn(E) -> u16 = E::to_raw;
+    let _: fn(u16) -> E = E::from_raw;
+    for (event, raw) in all_events {
+        assert_eq!(event.to_raw(), raw);
+        assert_eq!(E::from_raw(raw), event);
+    }
+    let errors = [
+        zmq::Error::EACCES,
+        zmq::Error::EADDRINUSE,
+        zmq::Error::EAGAIN,
+        zmq::Error::EBUSY,
+        zmq::Error::ECONNREFUSED,
+        zmq::Error::EFAULT,
+        zmq::Error::EINTR,
+        zmq::Error::EHOSTUNREACH,
+        zmq::Error::EINPROGRESS,
+        zmq::Error::EINVAL,
+        zmq::Error::EMFILE,
+        zmq::Error::EMSGSIZE,
+        zmq::Error::ENAMETOOLONG,
+        zmq::Error::ENODEV,
+        zmq::Error::ENOENT,
+        zmq::Error::ENOMEM,
+        zmq::Error::ENOTCONN,
+        zmq::Error::ENOTSOCK,
+        zmq::Error::EPROTO,
+        zmq::Error::EPROTONOSUPPORT,
+        zmq::Error::ENOTSUP,
+        zmq::Error::ENOBUFS,
+        zmq::Error::ENETDOWN,
+        zmq::Error::EADDRNOTAVAIL,
+        zmq::Error::EFSM,
+        zmq::Error::ENOCOMPATPROTO,
+        zmq::Error::ETERM,
+        zmq::Error::EMTHREAD,
+    ];
+    let _: fn(zmq::Error) -> i32 = zmq::Error::to_raw;
+    let _: fn(i32) -> zmq::Error = zmq::Error::from_raw;
+    let _: fn(zmq::Error) -> &'static str = zmq::Error::message;
+    for e in errors {
+        assert_eq!(zmq::Error::from_raw(e.to_raw()), e);
+        assert!(!e.message().is_empty());
+        assert_eq!(e.to_string(), e.message());
+        // The zmq crate's Debug is the message; fabriq's names the
+        // variant too (docs/api.md).
+        assert!(format!("{e:?}").contains(e.message()));
+        let io: std::io::Error = e.into();
+        assert_eq!(io.to_string(), e.message());
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert_eq!(boxed.to_string(), e.message());
+    }
+
+    // Context.
+    let _: fn() -> zmq::Context = zmq::Context::new;
+    let _: fn(&zmq::Context) -> R<i32> = zmq::Context::get_io_threads;
+    let _: fn(&zmq::Context, i32) -> R<()> = zmq::Context::set_io_threads;
+    let _: fn(&zmq::Context, zmq::SocketType) -> R<S> = zmq::Context::socket;
+    let _: fn(&mut zmq::Context) -> R<()> = zmq::Context::destroy;
+    let ctx: zmq::Context = Default::default();
+    let ctx2 = ctx.clone();
+    assert_eq!(ctx2.get_io_threads().unwrap(), 1);
+
+    // Message.
+    let _: fn() -> zmq::Message = zmq::Message::new;
+    let _: fn(usize) -> zmq::Message = zmq::Message::with_size;
+    let _: fn(usize) -> zmq::Message = zmq::Message::with_capacity;
+    let _: fn(&[u8]) -> zmq::Message = zmq::Message::from_slice;
+    let _: fn(&zmq::Message) -> Option<&str> = zmq::Message::as_str;
+    let _: fn(&zmq::Message) -> bool = zmq::Message::get_more;
+    let _: for<'a> fn(&'a mut zmq::Message, &str) -> Option<&'a str> = zmq::Message::gets;
+    assert_eq!(&zmq::Message::from_slice(b"abc")[..], b"abc");
+    assert_eq!(zmq::Message::with_capacity(10).len(), 10);
+    assert_eq!(zmq::Message::from(vec![1u8, 2].into_boxed_slice()).len(), 2);
+    assert_eq!(&zmq::Message::from(&String::from("s"))[..], b"s");
+    assert_eq!(&zmq::Message::from(&vec![7u8])[..], [7]);
+    assert!(!format!("{:?}", zmq::Message::from("d")).is_empty());
+    let mut m = zmq::Message::from("xy");
+    let slice: &mut [u8] = &mut m;
+    slice[1] = b'z';
+    assert_eq!(m.as_str(), Some("xz"));
+    assert_eq!(m.gets("Socket-Type"), None);
+
+    // CurveKeyPair and the Z85 errors.
+    // (The libzmq the zmq crate builds has no CURVE: ENOTSUP there.)
+    match zmq::CurveKeyPair::new() {
+        Ok(pair) => {
+            let (public, secret): ([u8; 32], [u8; 32]) = (pair.public_key, pair.secret_key);
+            assert_ne!(public, secret);
+            assert!(!format!("{pair:?}").is_empty());
+        }
+        Err(e) => assert_eq!(e, zmq::Error::ENOTSUP),
+    }
+    let utf8 = String::from_utf8(vec![0xff]).unwrap_err();
+    let e: zmq::EncodeError = utf8.into();
+    assert!(matches!(e, zmq::EncodeError::FromUtf8Error(_)));
+    assert!(!e.to_string().is_empty());
+    let nul = std::ffi::CString::new(vec![0u8]).unwrap_err();
+    let d: zmq::DecodeError = nul.into();
+    assert!(matches!(d, zmq::DecodeError::NulError(_)));
+    let _: &dyn std::error::Error = &d;
+    assert!(matches!(
+        zmq::z85_decode("ab\0de"),
+        Err(zmq::DecodeError::NulError(_))
+    ));
+
+    // Socket: the operations.
+    let _: fn(&S, &str) -> R<()> = S::bind;
+    let _: fn(&S, &str) -> R<()> = S::unbind;
+    let _: fn(&S, &str) -> R<()> = S::connect;
+    let _: fn(&S, &str) -> R<()> = S::disconnect;
+    let _: fn(&S, &str, i32) -> R<()> = S::monitor;
+    let _: fn(&S, &'static str, i32) -> R<()> = S::send::<&'static str>;
+    let _: fn(&S, zmq::Message, i32) -> R<()> = S::send_msg;
+    let _: fn(&S, &str, i32) -> R<()> = S::send_str;
+    let _: fn(&S, Vec<Vec<u8>>, i32) -> R<()> = S::send_multipart::<Vec<Vec<u8>>, Vec<u8>>;
+    let _: fn(&S, &mut zmq::Message, i32) -> R<()> = S::recv;
+    let _: fn(&S, &mut [u8], i32) -> R<usize> = S::recv_into;
+    let _: fn(&S, i32) -> R<zmq::Message> = S::recv_msg;
+    let _: fn(&S, i32) -> R<Vec<u8>> = S::recv_bytes;
+    let _: fn(&S, i32) -> R<Text> = S::recv_string;
+    let _: fn(&S, i32) -> R<Vec<Vec<u8>>> = S::recv_multipart;
+    let _: fn(&S) -> R<bool> = S::get_rcvmore;
+    let _: fn(&S) -> R<zmq::SocketType> = S::get_socket_type;
+    let _: for<'a> fn(&'a S, zmq::PollEvents) -> zmq::PollItem<'a> = S::as_poll_item;
+    let _: fn(&S, zmq::PollEvents, i64) -> R<i32> = S::poll;
+    let _: fn(S) -> *mut std::os::raw::c_void = S::into_raw;
+    let _: unsafe fn(*mut std::os::raw::c_void) -> S = S::from_raw;
+    let _: fn(&mut S) -> *mut std::os::raw::c_void = S::as_mut_ptr;
+    fn sendable<T: zmq::Sendable>(_: T) {}
+    sendable(zmq::Message::new());
+    sendable("str");
+
+    // Socket: the options, getter and setter types.
+    let _: fn(&S) -> R<bool> = S::is_ipv6;
+    let _: fn(&S, bool) -> R<()> = S::set_ipv6;
+    let _: fn(&S) -> R<bool> = S::is_immediate;
+    let _: fn(&S, bool) -> R<()> = S::set_immediate;
+    let _: fn(&S) -> R<bool> = S::is_plain_server;
+    let _: fn(&S, bool) -> R<()> = S::set_plain_server;
+    let _: fn(&S) -> R<bool> = S::is_conflate;
+    let _: fn(&S, bool) -> R<()> = S::set_conflate;
+    let _: fn(&S) -> R<bool> = S::is_probe_router;
+    let _: fn(&S, bool) -> R<()> = S::set_probe_router;
+    let _: fn(&S) -> R<bool> = S::is_router_mandatory;
+    let _: fn(&S, bool) -> R<()> = S::set_router_mandatory;
+    let _: fn(&S) -> R<bool> = S::is_router_handover;
+    let _: fn(&S, bool) -> R<()> = S::set_router_handover;
+    let _: fn(&S) -> R<bool> = S::is_curve_server;
+    let _: fn(&S, bool) -> R<()> = S::set_curve_server;
+    let _: fn(&S) -> R<bool> = S::is_gssapi_server;
+    let _: fn(&S, bool) -> R<()> = S::set_gssapi_server;
+    let _: fn(&S) -> R<bool> = S::is_gssapi_plaintext;
+    let _: fn(&S, bool) -> R<()> = S::set_gssapi_plaintext;
+    let _: fn(&S, bool) -> R<()> = S::set_req_relaxed;
+    let _: fn(&S, bool) -> R<()> = S::set_req_correlate;
+    let _: fn(&S) -> R<i64> = S::get_maxmsgsize;
+    let _: fn(&S, i64) -> R<()> = S::set_maxmsgsize;
+    let _: fn(&S) -> R<u64> = S::get_affinity;
+    let _: fn(&S, u64) -> R<()> = S::set_affinity;
+    type Get = fn(&S) -> R<i32>;
+    type Set = fn(&S, i32) -> R<()>;
+    let int_options: [(Get, Set); 24] = [
+        (S::get_sndhwm, S::set_sndhwm),
+        (S::get_rcvhwm, S::set_rcvhwm),
+        (S::get_rate, S::set_rate),
+        (S::get_recovery_ivl, S::set_recovery_ivl),
+        (S::get_sndbuf, S::set_sndbuf),
+        (S::get_rcvbuf, S::set_rcvbuf),
+        (S::get_tos, S::set_tos),
+        (S::get_linger, S::set_linger),
+        (S::get_reconnect_ivl, S::set_reconnect_ivl),
+        (S::get_reconnect_ivl_max, S::set_reconnect_ivl_max),
+        (S::get_backlog, S::set_backlog),
+        (S::get_multicast_hops, S::set_multicast_hops),
+        (S::get_rcvtimeo, S::set_rcvtimeo),
+        (S::get_sndtimeo, S::set_sndtimeo),
+        (S::get_tcp_keepalive, S::set_tcp_keepalive),
+        (S::get_tcp_keepalive_cnt, S::set_tcp_keepalive_cnt),
+        (S::get_tcp_keepalive_idle, S::set_tcp_keepalive_idle),
+        (S::get_tcp_keepalive_intvl, S::set_tcp_keepalive_intvl),
+        (S::get_handshake_ivl, S::set_handshake_ivl),
+        (S::get_heartbeat_ivl, S::set_heartbeat_ivl),
+        (S::get_heartbeat_ttl, S::set_heartbeat_ttl),
+        (S::get_heartbeat_timeout, S::set_heartbeat_timeout),
+        (S::get_connect_timeout, S::set_connect_timeout),
+        (S::get_sndhwm, S::set_sndhwm),
+    ];
+    let _: fn(&S) -> R<RawFd> = S::get_fd;
+    let _: fn(&S) -> R<zmq::PollEvents> = S::get_events;
+    let _: fn(&S) -> R<Vec<u8>> = S::get_identity;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_identity;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_subscribe;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_unsubscribe;
+    let _: fn(&S) -> R<Text> = S::get_socks_proxy;
+    let _: fn(&S, Option<&str>) -> R<()> = S::set_socks_proxy;
+    let _: fn(&S) -> R<zmq::Mechanism> = S::get_mechanism;
+    let _: fn(&S) -> R<Text> = S::get_plain_username;
+    let _: fn(&S, Option<&str>) -> R<()> = S::set_plain_username;
+    let _: fn(&S) -> R<Text> = S::get_plain_password;
+    let _: fn(&S, Option<&str>) -> R<()> = S::set_plain_password;
+    let _: fn(&S) -> R<Text> = S::get_zap_domain;
+    let _: fn(&S, &str) -> R<()> = S::set_zap_domain;
+    let _: fn(&S) -> R<Text> = S::get_last_endpoint;
+    let _: fn(&S, Option<&str>) -> R<()> = S::set_xpub_welcome_msg;
+    let _: fn(&S, bool) -> R<()> = S::set_xpub_verbose;
+    let _: fn(&S) -> R<Vec<u8>> = S::get_curve_publickey;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_curve_publickey;
+    let _: fn(&S) -> R<Vec<u8>> = S::get_curve_secretkey;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_curve_secretkey;
+    let _: fn(&S) -> R<Vec<u8>> = S::get_curve_serverkey;
+    let _: fn(&S, &[u8]) -> R<()> = S::set_curve_serverkey;
+    let _: fn(&S) -> R<Text> = S::get_gssapi_principal;
+    let _: fn(&S, &str) -> R<()> = S::set_gssapi_principal;
+    let _: fn(&S) -> R<Text> = S::get_gssapi_service_principal;
+    let _: fn(&S, &str) -> R<()> = S::set_gssapi_service_principal;
+
+    // The integer options: each set value reads back.
+    let s = ctx.socket(zmq::DEALER).unwrap();
+    for (i, (get, set)) in int_options.iter().enumerate() {
+        get(&s).unwrap();
+        let value = if i == 14 { 1 } else { 700 };
+        set(&s, value).unwrap();
+        assert_eq!(get(&s).unwrap(), value, "option {i}");
+    }
+    // The default heartbeat timeout (-1: the heartbeat interval) cannot be
+    // set back.
+    assert_eq!(s.set_heartbeat_timeout(-1), Err(zmq::Error::EINVAL));
+    assert_eq!(s.as_raw_fd(), s.get_fd().unwrap());
+
+    // The options with no integer type.
+    s.set_maxmsgsize(1 << 20).unwrap();
+    assert_eq!(s.get_maxmsgsize().unwrap(), 1 << 20);
+    s.set_affinity(3).unwrap();
+    assert_eq!(s.get_affinity().unwrap(), 3);
+    assert!(!s.is_ipv6().unwrap());
+    s.set_ipv6(true).unwrap();
+    assert!(s.is_ipv6().unwrap());
+    s.set_immediate(true).unwrap();
+    assert!(s.is_immediate().unwrap());
+    s.set_conflate(true).unwrap();
+    assert!(s.is_conflate().unwrap());
+    s.set_conflate(false).unwrap();
+    if zmq::has("curve") == Some(true) {
+        s.set_curve_server(false).unwrap();
+        assert!(!s.is_curve_server().unwrap());
+    } else {
+        assert_eq!(s.set_curve_server(false), Err(zmq::Error::EINVAL));
+    }
+    assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "");
+    s.set_socks_proxy(Some("127.0.0.1:1080")).unwrap();
+    assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "127.0.0.1:1080");
+    s.set_socks_proxy(None).unwrap();
+    assert_eq!(s.get_socks_proxy().unwrap().unwrap(), "");
+    // GSSAPI is not built in (has("gssapi") is false): its options are
+    // unknown options.
+    assert_eq!(s.set_gssapi_server(true), Err(zmq::Error::EINVAL));
+    assert_eq!(s.is_gssapi_server(), Err(zmq::Error::EINVAL));
+    assert_eq!(s.set_gssapi_plaintext(true), Err(zmq::Error::EINVAL));
+    assert_eq!(s.is_gssapi_plaintext(), Err(zmq::Error::EINVAL));
+    assert_eq!(s.set_gssapi_principal("p"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.get_gssapi_principal(), Err(zmq::Error::EINVAL));
+    assert_eq!(s.set_gssapi_service_principal("p"), Err(zmq::Error::EINVAL));
+    assert_eq!(s.get_gssapi_service_principal(), Err(zmq::Error::EINVAL));
+    // Socket-type options: the setters answer on their socket type only;
+    // libzmq 4.3 has no getters for them (EINVAL).
+    s.set_probe_router(true).unwrap();
+    assert_eq!(s.set_router_mandatory(true), Err(zmq::Error::EINVAL));
+    let router = ctx.socket(zmq::ROUTER).unwrap();
+    router.set_probe_router(true).unwrap();
+    router.set_router_mandatory(true).unwrap();
+    router.set_router_handover(true).unwrap();
+    for get in [
+        S::is_probe_router,
+        S::is_router_mandatory,
+        S::is_router_handover,
+    ] {
+        assert_eq!(get(&router), Err(zmq::Error::EINVAL));
+    }
+    let req = ctx.socket(zmq::REQ).unwrap();
+    req.set_probe_router(true).unwrap();
+    req.set_req_relaxed(true).unwrap();
+    req.set_req_correlate(true).unwrap();
+    assert_eq!(
+        ctx.socket(zmq::PUSH).unwrap().set_probe_router(true),
+        Err(zmq::Error::EINVAL)
+    );
+    drop(req);
+
+    // Raw pointers: a socket given away and taken back is the same socket.
+    router.bind("inproc://dropin-every-item").unwrap();
+    let mut back = unsafe { S::from_raw(router.into_raw()) };
+    assert!(!back.as_mut_ptr().is_null());
+    assert_eq!(
+        back.get_last_endpoint().unwrap().unwrap(),
+        "inproc://dropin-every-item"
+    );
+    drop(back);
+
+    // PollItem.
+    let _: fn(RawFd, zmq::PollEvents) -> zmq::PollItem<'static> = zmq::PollItem::from_fd;
+    let _: fn(&mut zmq::PollItem<'static>, zmq::PollEvents) = zmq::PollItem::set_events;
+    let _: fn(&zmq::PollItem<'static>) -> zmq::PollEvents = zmq::PollItem::get_revents;
+    let _: fn(&zmq::PollItem<'static>) -> bool = zmq::PollItem::is_readable;
+    let _: fn(&zmq::PollItem<'static>) -> bool = zmq::PollItem::is_writable;
+    let _: fn(&zmq::PollItem<'static>) -> bool = zmq::PollItem::is_error;
+    let _: fn(&zmq::PollItem<'static>, &S) -> bool = zmq::PollItem::has_socket;
+    let _: fn(&zmq::PollItem<'static>, RawFd) -> bool = zmq::PollItem::has_fd;
+    let mut item = s.as_poll_item(zmq::POLLIN);
+    item.set_events(zmq::POLLOUT);
+    assert!(item.has_socket(&s));
+    assert!(!item.has_fd(0));
+    assert_eq!(zmq::poll(&mut [item], 0).unwrap(), 0);
+    let fd_item = zmq::PollItem::from_fd(0, zmq::POLLIN);
+    assert!(fd_item.has_fd(0));
+    assert!(!fd_item.is_readable() && !fd_item.is_writable() && !fd_item.is_error());
+    assert!(fd_item.get_revents().is_empty());
+    drop(s);
+
+    let mut ctx = ctx;
+    drop(ctx2);
+    ctx.destroy().unwrap();
 }
