@@ -250,6 +250,14 @@ fn peer_type(t: SocketType) -> SocketType {
         Router => Dealer,
         Pull => Push,
         Push => Pull,
+        Server => Client,
+        Client => Server,
+        Radio => Dish,
+        Dish => Radio,
+        Gather => Scatter,
+        Scatter => Gather,
+        Peer => Peer,
+        Channel => Channel,
     }
 }
 
