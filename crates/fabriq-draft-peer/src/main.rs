@@ -10,7 +10,8 @@
 //! join GROUP / leave GROUP                                        -> ok
 //! send BODY [ROUTING_ID|-] [GROUP|-]   (one frame)                 -> ok
 //! sendmore BODY          (a frame with ZMQ_SNDMORE)                -> ok
-//! recv                   (waits up to 5 s)
+//! rcvtimeo MS            (the receive timeout; 5000 at first)      -> ok
+//! recv                   (waits up to the receive timeout)
 //!                        -> msg ROUTING_ID GROUP|- BODY
 //! quit
 //! ```
@@ -150,6 +151,11 @@ fn main() {
                     } else {
                         failure()
                     }
+                }
+                ["rcvtimeo", ms] => {
+                    let ms: c_int = ms.parse().unwrap_or(5000);
+                    let p = (&ms as *const c_int).cast();
+                    ok_or_err(zmq_setsockopt(sock, ZMQ_RCVTIMEO, p, 4))
                 }
                 ["connect", ep] => ok_or_err(zmq_connect(sock, cstr(ep).as_ptr())),
                 ["join", g] => ok_or_err(zmq_join(sock, cstr(g).as_ptr())),

@@ -248,11 +248,18 @@ fn await_join(radio: &Socket, dish: &Socket, group: &str) {
         if dish.poll(fabriq::POLLIN, 20).unwrap() > 0 {
             let got = dish.recv_msg(0).unwrap();
             assert_eq!(got.group(), Some(group));
-            // Drain the other probes already on their way.
-            while dish.poll(fabriq::POLLIN, 0).unwrap() > 0 {
-                assert_eq!(dish.recv_msg(0).unwrap().as_str(), Some("probe"));
+            // A "sync" marks where the probes in flight end.
+            let mut m = Message::from("sync");
+            m.set_group(group).unwrap();
+            radio.send(m, 0).unwrap();
+            loop {
+                let m = dish.recv_msg(0).unwrap();
+                assert_eq!(m.group(), Some(group));
+                if m.as_str() == Some("sync") {
+                    return;
+                }
+                assert_eq!(m.as_str(), Some("probe"));
             }
-            return;
         }
         assert!(
             Instant::now() < until,
