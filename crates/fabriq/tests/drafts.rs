@@ -543,3 +543,23 @@ fn radio_frames_group_then_body_as_libzmq_does() {
     assert_eq!(group, (0x01, b"news".to_vec()));
     assert_eq!(body, (0x00, b"flash".to_vec()));
 }
+
+#[test]
+fn multipart_from_a_peer_is_dropped_as_libzmq_does() {
+    // A hand-written CLIENT / SCATTER sends a two-frame message, then a
+    // single one: SERVER and GATHER deliver only the single one.
+    for (ours, theirs) in [(fabriq::SERVER, "CLIENT"), (fabriq::GATHER, "SCATTER")] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let ctx = Context::new();
+        let s = sock(&ctx, ours);
+        s.connect(&format!("tcp://127.0.0.1:{port}")).unwrap();
+        let mut raw = raw_peer(&listener, theirs);
+        raw.write_all(b"\x01\x04part\x00\x04more\x00\x06single")
+            .unwrap();
+        let m = s.recv_msg(0).unwrap();
+        assert_eq!(m.as_str(), Some("single"), "{ours:?}");
+        assert!(!m.get_more());
+        assert_eq!(m.routing_id().is_some(), ours == fabriq::SERVER);
+    }
+}
