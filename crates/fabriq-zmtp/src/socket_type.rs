@@ -133,8 +133,14 @@ impl SocketType {
 
     /// Whether this is one of libzmq's draft socket types (built only
     /// with `--enable-drafts` there).
+    #[inline]
     pub fn is_draft(self) -> bool {
-        self.to_raw() >= 12
+        // A match, not `to_raw() >= 12`: this is asked on every send.
+        use SocketType::*;
+        matches!(
+            self,
+            Server | Client | Radio | Dish | Gather | Scatter | Peer | Channel
+        )
     }
 
     /// Whether this type sends and receives single-part messages only
@@ -223,6 +229,9 @@ mod tests {
         assert_eq!(SocketType::Peer.to_raw(), 19);
         assert_eq!(SocketType::Channel.to_raw(), 20);
         assert_eq!(SocketType::from_raw(21), None);
+        for t in SocketType::ALL {
+            assert_eq!(t.is_draft(), t.to_raw() >= 12, "{t}");
+        }
         assert_eq!(SocketType::from_raw(-1), None);
         assert_eq!(SocketType::from_name(b"pub"), None);
     }

@@ -311,7 +311,9 @@ impl Socket {
                     }
                 })?;
             let mut frames = received.msg;
-            core.draft_prefix = crate::draft::take_prefix(self.shared.socket_type, &mut frames);
+            if self.shared.socket_type.is_draft() {
+                core.draft_prefix = crate::draft::take_prefix(self.shared.socket_type, &mut frames);
+            }
             if frames.len() == 1 {
                 // The common single-frame message skips the inbox.
                 core.rcvmore = false;
@@ -330,8 +332,10 @@ impl Socket {
     pub fn recv(&self, msg: &mut Message, flags: i32) -> Result<()> {
         let (data, more, meta) = self.recv_frame(flags)?;
         *msg = Message::from_parts(data, more, meta);
-        if let Some(prefix) = self.core().draft_prefix.take() {
-            crate::draft::apply_prefix(self.shared.socket_type, msg, prefix);
+        if self.shared.socket_type.is_draft() {
+            if let Some(prefix) = self.core().draft_prefix.take() {
+                crate::draft::apply_prefix(self.shared.socket_type, msg, prefix);
+            }
         }
         Ok(())
     }
