@@ -4,7 +4,8 @@
 //! fabriq's draft sockets against the real thing.
 //!
 //! ```text
-//! socket TYPE            CLIENT SERVER RADIO DISH GATHER SCATTER  -> ok
+//! socket TYPE            CLIENT SERVER RADIO DISH GATHER SCATTER
+//!                        CHANNEL                                  -> ok
 //! bind ENDPOINT          -> ok LAST_ENDPOINT
 //! connect ENDPOINT       -> ok
 //! join GROUP / leave GROUP                                        -> ok
@@ -58,6 +59,7 @@ const ZMQ_RADIO: c_int = 14;
 const ZMQ_DISH: c_int = 15;
 const ZMQ_GATHER: c_int = 16;
 const ZMQ_SCATTER: c_int = 17;
+const ZMQ_CHANNEL: c_int = 20;
 const ZMQ_LINGER: c_int = 17;
 const ZMQ_RCVTIMEO: c_int = 27;
 const ZMQ_SNDTIMEO: c_int = 28;
@@ -126,6 +128,7 @@ fn main() {
                         "DISH" => ZMQ_DISH,
                         "GATHER" => ZMQ_GATHER,
                         "SCATTER" => ZMQ_SCATTER,
+                        "CHANNEL" => ZMQ_CHANNEL,
                         _ => -1,
                     };
                     sock = zmq_socket(ctx, kind);

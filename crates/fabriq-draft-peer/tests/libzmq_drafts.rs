@@ -1,8 +1,8 @@
 //! fabriq's draft sockets against libzmq 4.3.4 built with its draft API
 //! (the `draft-peer` binary of this crate), over tcp, in both directions
 //! and with either side binding: CLIENT/SERVER (routing ids, replies,
-//! EHOSTUNREACH), SCATTER/GATHER, RADIO/DISH (groups, JOIN/LEAVE), and a
-//! refused pair.
+//! EHOSTUNREACH), SCATTER/GATHER, RADIO/DISH (groups, JOIN/LEAVE),
+//! CHANNEL, and a refused pair.
 //!
 //! Every wait is bounded: the peer's answers are awaited with a 10 s
 //! limit, fabriq's sockets have 5 s timeouts, and the retry loops that wait
@@ -336,6 +336,29 @@ fn fabriq_radio_to_libzmq_dish() {
         }
         assert_eq!(dish.recv(), (0, Some("news".into()), "n1".into()));
         assert_eq!(dish.recv(), (0, Some("news".into()), "n2".into()));
+    }
+}
+
+// ---- CHANNEL -----------------------------------------------------------
+
+#[test]
+fn channel_both_ways() {
+    for fabriq_binds in [true, false] {
+        let ctx = Context::new();
+        let ours = sock(&ctx, fabriq::CHANNEL);
+        let mut theirs = Peer::new("CHANNEL");
+        if fabriq_binds {
+            let ep = fabriq_bind(&ours);
+            theirs.ok(&format!("connect {ep}"));
+        } else {
+            let ep = theirs.ok("bind tcp://127.0.0.1:*");
+            ours.connect(&ep).unwrap();
+        }
+        ours.send("ping", 0).unwrap();
+        assert_eq!(theirs.recv(), (0, None, "ping".into()));
+        theirs.ok("send pong");
+        assert_eq!(ours.recv_string(0).unwrap().unwrap(), "pong");
+        assert!(theirs.ask("sendmore x").starts_with("err EINVAL"));
     }
 }
 
