@@ -250,6 +250,14 @@ fn peer_type(t: SocketType) -> SocketType {
         Router => Dealer,
         Pull => Push,
         Push => Pull,
+        Server => Client,
+        Client => Server,
+        Radio => Dish,
+        Dish => Radio,
+        Gather => Scatter,
+        Scatter => Gather,
+        Peer => Peer,
+        Channel => Channel,
         // Not a ZMTP type (not in SocketType::ALL): it has no ZMTP peer.
         Stream => unreachable!("STREAM speaks no ZMTP"),
     }

@@ -1,4 +1,6 @@
-//! ZMTP commands: READY, ERROR, SUBSCRIBE, CANCEL, PING, PONG, and any
+//! ZMTP commands: READY, ERROR, SUBSCRIBE, CANCEL, PING, PONG, the
+//! RADIO/DISH JOIN and LEAVE (body: the group's bytes, as libzmq's
+//! `dish_session_t` writes them), and any
 //! other command passed through by name (mechanism commands such as HELLO,
 //! or commands from newer peers, which are ignored like libzmq does).
 //!
@@ -25,6 +27,10 @@ pub enum Command {
     Subscribe(Bytes),
     /// ZMTP 3.1 unsubscription.
     Cancel(Bytes),
+    /// DISH to RADIO: join a group (draft sockets).
+    Join(Bytes),
+    /// DISH to RADIO: leave a group (draft sockets).
+    Leave(Bytes),
     /// Heartbeat request. `ttl` is in tenths of a second (0 = none).
     Ping {
         /// How long the peer may wait for traffic before closing, in
@@ -55,6 +61,8 @@ impl Command {
             Command::Error(_) => b"ERROR",
             Command::Subscribe(_) => b"SUBSCRIBE",
             Command::Cancel(_) => b"CANCEL",
+            Command::Join(_) => b"JOIN",
+            Command::Leave(_) => b"LEAVE",
             Command::Ping { .. } => b"PING",
             Command::Pong { .. } => b"PONG",
             Command::Other { name, .. } => name,
@@ -85,6 +93,8 @@ impl Command {
             }
             b"SUBSCRIBE" => Command::Subscribe(body),
             b"CANCEL" => Command::Cancel(body),
+            b"JOIN" => Command::Join(body),
+            b"LEAVE" => Command::Leave(body),
             b"PING" => {
                 if body.len() < 2 {
                     return Err(malformed("missing TTL"));
@@ -122,7 +132,10 @@ impl Command {
             + match self {
                 Command::Ready(p) => p.encoded_len(),
                 Command::Error(r) => 1 + r.len().min(255),
-                Command::Subscribe(t) | Command::Cancel(t) => t.len(),
+                Command::Subscribe(t)
+                | Command::Cancel(t)
+                | Command::Join(t)
+                | Command::Leave(t) => t.len(),
                 Command::Ping { context, .. } => 2 + context.len().min(MAX_PING_CONTEXT),
                 Command::Pong { context } => context.len().min(MAX_PING_CONTEXT),
                 Command::Other { body, .. } => body.len(),
@@ -143,7 +156,9 @@ impl Command {
                 dst.put_u8(r.len() as u8);
                 dst.put_slice(r.as_bytes());
             }
-            Command::Subscribe(t) | Command::Cancel(t) => dst.put_slice(t),
+            Command::Subscribe(t) | Command::Cancel(t) | Command::Join(t) | Command::Leave(t) => {
+                dst.put_slice(t)
+            }
             Command::Ping { ttl, context } => {
                 dst.put_u16(*ttl);
                 dst.put_slice(&context[..context.len().min(MAX_PING_CONTEXT)]);
@@ -207,6 +222,8 @@ mod tests {
         round_trip(Command::Error("Invalid socket type".into()));
         round_trip(Command::Subscribe(Bytes::from_static(b"weather")));
         round_trip(Command::Cancel(Bytes::new()));
+        round_trip(Command::Join(Bytes::from_static(b"movies")));
+        round_trip(Command::Leave(Bytes::from_static(b"movies")));
         round_trip(Command::Ping {
             ttl: 300,
             context: Bytes::from_static(b"ctx"),
@@ -218,6 +235,17 @@ mod tests {
             name: Bytes::from_static(b"HELLO"),
             body: Bytes::from_static(b"\x05admin"),
         });
+    }
+
+    #[test]
+    fn join_and_leave_match_libzmq_dish() {
+        // libzmq's dish_session_t: "\4JOIN" or "\5LEAVE", then the group.
+        let mut b = BytesMut::new();
+        Command::Join(Bytes::from_static(b"tv")).encode(&mut b);
+        assert_eq!(&b[..], b"\x04JOINtv");
+        let mut b = BytesMut::new();
+        Command::Leave(Bytes::from_static(b"tv")).encode(&mut b);
+        assert_eq!(&b[..], b"\x05LEAVEtv");
     }
 
     #[test]

@@ -757,7 +757,9 @@ impl Connection {
     }
 
     fn on_command(&mut self, cmd: Command) -> Result<Option<Event>, ProtocolError> {
-        let publisher = self.config.socket_type.is_publisher();
+        let ty = self.config.socket_type;
+        let publisher = ty.is_publisher() && !ty.uses_groups();
+        let radio = ty == SocketType::Radio;
         Ok(match cmd {
             Command::Ping { ttl, context } => {
                 self.queue_command(&Command::Pong { context })?;
@@ -768,6 +770,11 @@ impl Connection {
             Command::Subscribe(topic) if publisher => Some(Event::Subscribe(topic)),
             Command::Cancel(topic) if publisher => Some(Event::Cancel(topic)),
             Command::Subscribe(_) | Command::Cancel(_) => None,
+            // A RADIO's peers join and leave groups; the pipe carries them
+            // as subscriptions to the exact group.
+            Command::Join(group) if radio => Some(Event::Subscribe(group)),
+            Command::Leave(group) if radio => Some(Event::Cancel(group)),
+            Command::Join(_) | Command::Leave(_) => None,
             Command::Error(reason) => return Err(ProtocolError::PeerError(reason)),
             Command::Ready(_) => return Err(ProtocolError::UnexpectedCommand("READY".into())),
             // Not ours: the caller decides (libzmq ignores them).
@@ -778,7 +785,8 @@ impl Connection {
     /// A publisher reads single-frame messages starting with 0x01/0x00 as
     /// ZMTP 3.0 subscriptions.
     fn classify(&self, mut msg: Multipart) -> Event {
-        if self.config.socket_type.is_publisher() && msg.len() == 1 {
+        let ty = self.config.socket_type;
+        if ty.is_publisher() && !ty.uses_groups() && msg.len() == 1 {
             match msg[0].first() {
                 Some(1) => return Event::Subscribe(msg.remove(0).slice(1..)),
                 Some(0) => return Event::Cancel(msg.remove(0).slice(1..)),
@@ -983,6 +991,17 @@ impl Connection {
     fn subscription(&mut self, topic: &[u8], subscribe: bool) -> Result<(), UsageError> {
         self.check_sendable()?;
         let topic = Bytes::copy_from_slice(topic);
+        if self.config.socket_type == SocketType::Dish {
+            // libzmq's DISH sends JOIN/LEAVE commands whatever the peer's
+            // version (there is no 3.0 form).
+            let cmd = if subscribe {
+                Command::Join(topic)
+            } else {
+                Command::Leave(topic)
+            };
+            let queued = self.queue_command(&cmd);
+            return self.or_close(queued);
+        }
         if self.peer_version().has_commands_3_1() {
             let cmd = if subscribe {
                 Command::Subscribe(topic)

@@ -34,14 +34,31 @@ pub enum SocketType {
     XPub,
     /// Subscriber that sends subscriptions as messages.
     XSub,
+    /// Draft: replier to CLIENTs, single-part, replies by routing id.
+    Server,
+    /// Draft: single-part requester to SERVERs.
+    Client,
+    /// Draft: group publisher to DISHes.
+    Radio,
+    /// Draft: group subscriber (JOIN/LEAVE) to RADIOs.
+    Dish,
+    /// Draft: single-part pipeline sink.
+    Gather,
+    /// Draft: single-part pipeline source.
+    Scatter,
+    /// Draft: peer-to-peer with routing ids.
+    Peer,
+    /// Draft: single-part exclusive pair.
+    Channel,
     /// Raw TCP (libzmq's `ZMQ_STREAM`): speaks no ZMTP, so it never takes
     /// part in a handshake and is not in [`SocketType::ALL`].
     Stream,
 }
 
 impl SocketType {
-    /// Every ZMTP socket type, in libzmq's numbering order.
-    pub const ALL: [SocketType; 11] = [
+    /// Every ZMTP socket type, in libzmq's numbering order (the draft
+    /// types last; libzmq's STREAM, 11, and DGRAM, 18, are not ZMTP types).
+    pub const ALL: [SocketType; 19] = [
         SocketType::Pair,
         SocketType::Pub,
         SocketType::Sub,
@@ -53,6 +70,14 @@ impl SocketType {
         SocketType::Push,
         SocketType::XPub,
         SocketType::XSub,
+        SocketType::Server,
+        SocketType::Client,
+        SocketType::Radio,
+        SocketType::Dish,
+        SocketType::Gather,
+        SocketType::Scatter,
+        SocketType::Peer,
+        SocketType::Channel,
     ];
 
     /// The name sent in the `Socket-Type` property.
@@ -70,6 +95,14 @@ impl SocketType {
             SocketType::XPub => "XPUB",
             SocketType::XSub => "XSUB",
             SocketType::Stream => "STREAM",
+            SocketType::Server => "SERVER",
+            SocketType::Client => "CLIENT",
+            SocketType::Radio => "RADIO",
+            SocketType::Dish => "DISH",
+            SocketType::Gather => "GATHER",
+            SocketType::Scatter => "SCATTER",
+            SocketType::Peer => "PEER",
+            SocketType::Channel => "CHANNEL",
         }
     }
 
@@ -81,22 +114,53 @@ impl SocketType {
             .find(|t| t.name().as_bytes() == name)
     }
 
-    /// libzmq's numeric constant (`ZMQ_PAIR` = 0 ... `ZMQ_XSUB` = 10).
+    /// libzmq's numeric constant (`ZMQ_PAIR` = 0 ... `ZMQ_XSUB` = 10,
+    /// the drafts `ZMQ_SERVER` = 12 ... `ZMQ_CHANNEL` = 20).
     pub fn to_raw(self) -> i32 {
         if self == SocketType::Stream {
             return 11; // ZMQ_STREAM
         }
-        SocketType::ALL
+        let i = SocketType::ALL
             .iter()
             .position(|t| *t == self)
-            .expect("every type is in ALL") as i32
+            .expect("every type is in ALL") as i32;
+        match i {
+            0..=10 => i,
+            // SERVER..SCATTER are 12..17 (11 is STREAM), PEER and CHANNEL
+            // 19 and 20 (18 is DGRAM).
+            11..=16 => i + 1,
+            _ => i + 2,
+        }
     }
 
     /// The socket type for libzmq's numeric constant.
     pub fn from_raw(raw: i32) -> Option<SocketType> {
-        usize::try_from(raw)
-            .ok()
-            .and_then(|i| SocketType::ALL.get(i).copied())
+        SocketType::ALL.into_iter().find(|t| t.to_raw() == raw)
+    }
+
+    /// Whether this is one of libzmq's draft socket types (built only
+    /// with `--enable-drafts` there).
+    #[inline]
+    pub fn is_draft(self) -> bool {
+        // A match, not `to_raw() >= 12`: this is asked on every send.
+        use SocketType::*;
+        matches!(
+            self,
+            Server | Client | Radio | Dish | Gather | Scatter | Peer | Channel
+        )
+    }
+
+    /// Whether this type sends and receives single-part messages only
+    /// (every draft type).
+    pub fn is_single_part(self) -> bool {
+        self.is_draft()
+    }
+
+    /// Whether this type uses RADIO/DISH groups: JOIN and LEAVE commands
+    /// instead of SUBSCRIBE and CANCEL, each message preceded by its group
+    /// frame on the wire.
+    pub fn uses_groups(self) -> bool {
+        matches!(self, SocketType::Radio | SocketType::Dish)
     }
 
     /// Whether a socket of this type may complete a handshake with a peer
@@ -114,6 +178,14 @@ impl SocketType {
             Pull => peer == Push,
             Push => peer == Pull,
             Stream => false,
+            Server => peer == Client,
+            Client => peer == Server,
+            Radio => peer == Dish,
+            Dish => peer == Radio,
+            Gather => peer == Scatter,
+            Scatter => peer == Gather,
+            Peer => peer == Peer,
+            Channel => peer == Channel,
         }
     }
 
@@ -126,14 +198,15 @@ impl SocketType {
         )
     }
 
-    /// Whether this type receives subscriptions (PUB, XPUB).
+    /// Whether this type receives subscriptions (PUB, XPUB) or joins
+    /// (RADIO).
     pub fn is_publisher(self) -> bool {
-        matches!(self, SocketType::Pub | SocketType::XPub)
+        matches!(self, SocketType::Pub | SocketType::XPub | SocketType::Radio)
     }
 
-    /// Whether this type sends subscriptions (SUB, XSUB).
+    /// Whether this type sends subscriptions (SUB, XSUB) or joins (DISH).
     pub fn is_subscriber(self) -> bool {
-        matches!(self, SocketType::Sub | SocketType::XSub)
+        matches!(self, SocketType::Sub | SocketType::XSub | SocketType::Dish)
     }
 }
 
@@ -157,6 +230,16 @@ mod tests {
             assert_eq!(SocketType::from_name(t.name().as_bytes()), Some(t));
         }
         assert_eq!(SocketType::from_raw(11), None);
+        assert_eq!(SocketType::Server.to_raw(), 12);
+        assert_eq!(SocketType::Dish.to_raw(), 15);
+        assert_eq!(SocketType::Scatter.to_raw(), 17);
+        assert_eq!(SocketType::from_raw(18), None);
+        assert_eq!(SocketType::Peer.to_raw(), 19);
+        assert_eq!(SocketType::Channel.to_raw(), 20);
+        assert_eq!(SocketType::from_raw(21), None);
+        for t in SocketType::ALL {
+            assert_eq!(t.is_draft(), t.to_raw() >= 12, "{t}");
+        }
         assert_eq!(SocketType::from_raw(-1), None);
         assert_eq!(SocketType::from_name(b"pub"), None);
     }

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod context;
+mod draft;
 mod endpoint;
 mod error;
 mod inproc;
@@ -61,7 +62,7 @@ pub mod asynchronous;
 pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
 pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};
-pub use message::Message;
+pub use message::{Message, GROUP_MAX_LENGTH};
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
 pub use proxy::{proxy, proxy_steerable, proxy_steerable_with_capture, proxy_with_capture};
 pub use socket::{Sendable, Socket};
@@ -117,6 +118,24 @@ pub enum SocketType {
     /// assert_eq!(stream.recv_multipart(0).unwrap(), [notice[0].clone(), b"x".to_vec()]);
     /// ```
     STREAM,
+    // ---- libzmq's draft socket types: extras, not in the zmq crate 0.10
+    // (see docs/api.md, "Draft sockets"). All are single-part.
+    /// Draft (extra): replies to CLIENTs by routing id
+    /// ([`Message::routing_id`]).
+    SERVER,
+    /// Draft (extra): single-part requester, load-balanced over SERVERs.
+    CLIENT,
+    /// Draft (extra): publishes to the DISHes that joined a message's
+    /// group ([`Message::set_group`]).
+    RADIO,
+    /// Draft (extra): receives the groups it joined ([`Socket::join`]).
+    DISH,
+    /// Draft (extra): single-part pipeline sink, fed by SCATTERs.
+    GATHER,
+    /// Draft (extra): single-part pipeline source, to GATHERs.
+    SCATTER,
+    /// Draft (extra): single-part exclusive pair.
+    CHANNEL,
 }
 
 pub use SocketType::*;
@@ -136,6 +155,13 @@ impl SocketType {
             PUSH => Z::Push,
             XPUB => Z::XPub,
             XSUB => Z::XSub,
+            SERVER => Z::Server,
+            CLIENT => Z::Client,
+            RADIO => Z::Radio,
+            DISH => Z::Dish,
+            GATHER => Z::Gather,
+            SCATTER => Z::Scatter,
+            CHANNEL => Z::Channel,
             STREAM => Z::Stream,
         })
     }
@@ -157,6 +183,16 @@ impl From<fabriq_zmtp::SocketType> for SocketType {
             Z::XPub => XPUB,
             Z::XSub => XSUB,
             Z::Stream => STREAM,
+            Z::Server => SERVER,
+            Z::Client => CLIENT,
+            Z::Radio => RADIO,
+            Z::Dish => DISH,
+            Z::Gather => GATHER,
+            Z::Scatter => SCATTER,
+            Z::Channel => CHANNEL,
+            // Never made: fabriq has no PEER socket (Context::socket
+            // cannot ask for one).
+            Z::Peer => SERVER,
         }
     }
 }

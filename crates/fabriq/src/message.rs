@@ -27,7 +27,14 @@ pub struct Message {
     data: Data,
     more: bool,
     meta: Option<Arc<Metadata>>,
+    /// SERVER's routing id (0: none), as libzmq's `zmq_msg_routing_id`.
+    routing_id: u32,
+    /// RADIO/DISH group, as libzmq's `zmq_msg_group`.
+    group: Option<Bytes>,
 }
+
+/// libzmq's `ZMQ_GROUP_MAX_LENGTH`: the longest group, in bytes.
+pub const GROUP_MAX_LENGTH: usize = 255;
 
 #[derive(Clone)]
 enum Data {
@@ -120,7 +127,100 @@ impl Message {
             data: Data::Shared(data),
             more,
             meta,
+            routing_id: 0,
+            group: None,
         }
+    }
+
+    /// Draft sockets: the routing id of the CLIENT a SERVER received this
+    /// message from, or `None` (libzmq's `zmq_msg_routing_id`, which says
+    /// 0 for none). Replying with a message that carries it sends the
+    /// reply to that CLIENT.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let server = ctx.socket(fabriq::SERVER).unwrap();
+    /// server.bind("inproc://routing-id-doc").unwrap();
+    /// let client = ctx.socket(fabriq::CLIENT).unwrap();
+    /// client.connect("inproc://routing-id-doc").unwrap();
+    /// client.send("hello", 0).unwrap();
+    /// let request = server.recv_msg(0).unwrap();
+    /// let id = request.routing_id().unwrap();
+    /// let mut reply = fabriq::Message::from("world");
+    /// reply.set_routing_id(id).unwrap();
+    /// server.send(reply, 0).unwrap();
+    /// assert_eq!(client.recv_string(0).unwrap().unwrap(), "world");
+    /// ```
+    pub fn routing_id(&self) -> Option<u32> {
+        (self.routing_id != 0).then_some(self.routing_id)
+    }
+
+    /// Sets the routing id a SERVER sends this message to
+    /// (`zmq_msg_set_routing_id`): `EINVAL` for 0, which libzmq never
+    /// gives a peer.
+    pub fn set_routing_id(&mut self, routing_id: u32) -> crate::Result<()> {
+        if routing_id == 0 {
+            return crate::error::err(crate::Error::EINVAL, "routing id 0 is never a peer's");
+        }
+        self.routing_id = routing_id;
+        Ok(())
+    }
+
+    /// Draft sockets: the group a DISH received this message in, or the
+    /// one [`Message::set_group`] gave it (`zmq_msg_group`). `None` when
+    /// it has none, or when the group a peer sent is not UTF-8 (see
+    /// [`Message::group_bytes`]).
+    pub fn group(&self) -> Option<&str> {
+        self.group
+            .as_deref()
+            .and_then(|g| std::str::from_utf8(g).ok())
+    }
+
+    /// The group as bytes, as it travels on the wire.
+    pub fn group_bytes(&self) -> Option<&[u8]> {
+        self.group.as_deref()
+    }
+
+    /// Sets the group a RADIO publishes this message to
+    /// (`zmq_msg_set_group`): `EINVAL` if longer than 255 bytes.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let radio = ctx.socket(fabriq::RADIO).unwrap();
+    /// radio.bind("inproc://group-doc").unwrap();
+    /// let dish = ctx.socket(fabriq::DISH).unwrap();
+    /// dish.connect("inproc://group-doc").unwrap();
+    /// dish.join("weather").unwrap();
+    /// // inproc joins reach the RADIO when it next sends.
+    /// let mut m = fabriq::Message::from("warm");
+    /// m.set_group("weather").unwrap();
+    /// radio.send(m.clone(), 0).unwrap();
+    /// radio.send(m, 0).unwrap();
+    /// let got = dish.recv_msg(0).unwrap();
+    /// assert_eq!(got.group(), Some("weather"));
+    /// assert_eq!(got.as_str(), Some("warm"));
+    /// ```
+    pub fn set_group(&mut self, group: &str) -> crate::Result<()> {
+        if group.len() > GROUP_MAX_LENGTH {
+            return crate::error::err(
+                crate::Error::EINVAL,
+                "a group is at most 255 bytes (ZMQ_GROUP_MAX_LENGTH)",
+            );
+        }
+        self.group = Some(Bytes::copy_from_slice(group.as_bytes()));
+        Ok(())
+    }
+
+    pub(crate) fn set_routing_id_raw(&mut self, routing_id: u32) {
+        self.routing_id = routing_id;
+    }
+
+    pub(crate) fn set_group_raw(&mut self, group: Bytes) {
+        self.group = Some(group);
+    }
+
+    pub(crate) fn take_group(&mut self) -> Option<Bytes> {
+        self.group.take()
     }
 }
 

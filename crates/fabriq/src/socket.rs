@@ -54,6 +54,9 @@ pub(crate) struct Core {
     inbox: VecDeque<Bytes>,
     inbox_meta: Option<Arc<Metadata>>,
     rcvmore: bool,
+    /// The routing id (SERVER) or group (DISH) frame that came before the
+    /// frame last received (see `draft.rs`).
+    pub(crate) draft_prefix: Option<Bytes>,
     /// A message fetched by `get_events` before the application asked.
     prefetched: Option<Received>,
     /// Frames of the message being sent (SNDMORE so far).
@@ -61,6 +64,13 @@ pub(crate) struct Core {
     sending: bool,
     last_endpoint: String,
     endpoints: Endpoints,
+}
+
+impl Core {
+    /// DISH's join/leave, for `draft.rs`.
+    pub(crate) fn pattern_join(&mut self, group: &[u8], join: bool) -> Result<()> {
+        self.pattern.join(group, join)
+    }
 }
 
 /// A fabriq socket. Create one with [`Context::socket`].
@@ -103,7 +113,11 @@ where
     T: Into<Message>,
 {
     fn send(self, socket: &Socket, flags: i32) -> Result<()> {
-        socket.send_frame(self.into().into_bytes(), flags)
+        let msg = self.into();
+        if socket.shared.socket_type.is_draft() {
+            return socket.send_draft(msg, flags);
+        }
+        socket.send_frame(msg.into_bytes(), flags)
     }
 }
 
@@ -130,6 +144,7 @@ impl Socket {
                 inbox: VecDeque::new(),
                 inbox_meta: None,
                 rcvmore: false,
+                draft_prefix: None,
                 prefetched: None,
                 outbox: Multipart::new(),
                 sending: false,
@@ -144,7 +159,7 @@ impl Socket {
     }
 
     /// Takes in new pipes and forgets dead ones.
-    fn process_commands(&self, core: &mut Core) {
+    pub(crate) fn process_commands(&self, core: &mut Core) {
         // New pipes and dead peers always raise the signal; while it was
         // not raised there is nothing to attach or prune.
         if !self.shared.signal.take_dirty() {
@@ -296,6 +311,9 @@ impl Socket {
                     }
                 })?;
             let mut frames = received.msg;
+            if self.shared.socket_type.is_draft() {
+                core.draft_prefix = crate::draft::take_prefix(self.shared.socket_type, &mut frames);
+            }
             if frames.len() == 1 {
                 // The common single-frame message skips the inbox.
                 core.rcvmore = false;
@@ -314,6 +332,11 @@ impl Socket {
     pub fn recv(&self, msg: &mut Message, flags: i32) -> Result<()> {
         let (data, more, meta) = self.recv_frame(flags)?;
         *msg = Message::from_parts(data, more, meta);
+        if self.shared.socket_type.is_draft() {
+            if let Some(prefix) = self.core().draft_prefix.take() {
+                crate::draft::apply_prefix(self.shared.socket_type, msg, prefix);
+            }
+        }
         Ok(())
     }
 
@@ -546,6 +569,11 @@ impl Socket {
     /// may have changed (`ZMQ_FD`).
     pub fn get_fd(&self) -> Result<RawFd> {
         Ok(self.shared.signal.raw_fd())
+    }
+
+    /// The ZMTP socket type.
+    pub(crate) fn zmtp_type(&self) -> ZmtpType {
+        self.shared.socket_type
     }
 
     pub(crate) fn signal(&self) -> &Signal {
@@ -1191,7 +1219,10 @@ impl Context {
             return err(Error::ETERM, "the context was terminated");
         }
         let Some(zmtp_type) = socket_type.to_zmtp() else {
-            return err(Error::EINVAL, "this socket type is not supported by fabriq");
+            return err(
+                Error::EINVAL,
+                format!("{socket_type:?} sockets are not supported by fabriq"),
+            );
         };
         Socket::new(self.clone(), zmtp_type)
     }

@@ -2,6 +2,7 @@
 //! whole messages; it never knows which transport a pipe runs over.
 
 mod dealer;
+mod draft;
 mod pair;
 mod publish;
 mod pull;
@@ -24,6 +25,7 @@ use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
 use crate::signal::Signal;
 pub(crate) use crate::topics::Topics;
+pub(crate) use draft::{parse_routing_id, routing_id_frame};
 
 /// The routing rule of one socket type.
 pub(crate) trait Pattern: Send {
@@ -55,6 +57,11 @@ pub(crate) trait Pattern: Send {
         )
     }
 
+    /// DISH's join/leave (draft sockets).
+    fn join(&mut self, _group: &[u8], _join: bool) -> Result<()> {
+        err(Error::ENOTSUP, "join/leave are for DISH sockets only")
+    }
+
     /// Closes every pipe (the socket is closing).
     fn close_all(&mut self);
 }
@@ -81,6 +88,15 @@ pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
         SocketType::Sub => Box::new(subscribe::Subscribe::new(false)),
         SocketType::XSub => Box::new(subscribe::Subscribe::new(true)),
         SocketType::Stream => Box::new(stream::Stream::new()),
+        SocketType::Client => Box::new(draft::SinglePart(dealer::Dealer::default())),
+        // PEER is not made (Context::socket has no way to ask for one);
+        // SERVER's routing is the nearest.
+        SocketType::Server | SocketType::Peer => Box::new(draft::Server::new()),
+        SocketType::Scatter => Box::new(draft::SinglePart(push::Push::default())),
+        SocketType::Gather => Box::new(draft::SinglePart(pull::Pull::default())),
+        SocketType::Channel => Box::new(draft::SinglePart(pair::Pair::default())),
+        SocketType::Radio => Box::new(draft::Radio::default()),
+        SocketType::Dish => Box::new(draft::Dish::default()),
     }
 }
 

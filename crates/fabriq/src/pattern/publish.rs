@@ -26,7 +26,7 @@ use fabriq_zmtp::{Multipart, SocketType};
 use super::{not_supported, ByPipe, Pattern, Pipes, Received, Topics};
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::pipe::{Item, PipeEnd};
+use crate::pipe::{Item, PipeEnd, PipeId};
 
 pub(crate) struct Publish {
     xpub: bool,

@@ -109,7 +109,7 @@ impl Pattern for Stream {
         let data = msg.remove(1);
         if data.is_empty() {
             // [id, ""]: close the connection (no notice for it, as libzmq).
-            let p = self.pipes.list.remove(i);
+            let p = self.pipes.remove(i);
             p.close();
             self.forget(p.id);
             let _ = self.pipes.prune();
