@@ -921,7 +921,26 @@ impl FabricEngine {
     }
 
     /// Decodes received pages into `inbound` until it is full.
+    ///
+    /// A conflating queue gets only the newest message of what one call
+    /// decoded, as the stream engine conflates per read: pushing each one
+    /// would wake the socket at the first and let it take them one by one
+    /// while the rest are still being decoded.
     fn deliver(&mut self, inbound: &Queue) -> Result<usize, ProtocolError> {
+        let mut newest = None;
+        let result = self.deliver_into(inbound, &mut newest);
+        if let Some(msg) = newest {
+            inbound.push(Item::Msg(msg));
+        }
+        result
+    }
+
+    fn deliver_into(
+        &mut self,
+        inbound: &Queue,
+        newest: &mut Option<Multipart>,
+    ) -> Result<usize, ProtocolError> {
+        let conflate = inbound.is_conflate();
         let mut delivered = 0;
         loop {
             if !inbound.has_room() {
@@ -936,7 +955,11 @@ impl FabricEngine {
                 let body = Bytes::copy_from_slice(&lent_id.to_be_bytes());
                 let _ = self.control.send_command(RDV_DONE, body);
                 if let Some(msg) = self.pages.push_part(data, more) {
-                    inbound.push(Item::Msg(msg));
+                    if conflate {
+                        *newest = Some(msg);
+                    } else {
+                        inbound.push(Item::Msg(msg));
+                    }
                     delivered += 1;
                 }
                 continue;
@@ -946,6 +969,11 @@ impl FabricEngine {
                 None => return Ok(delivered),
                 Some(PageItem::Rdv(rdv)) => {
                     self.start_read(rdv)?;
+                    continue;
+                }
+                Some(PageItem::Msg(msg)) if conflate => {
+                    *newest = Some(msg);
+                    delivered += 1;
                     continue;
                 }
                 Some(PageItem::Msg(msg)) => Item::Msg(msg),
