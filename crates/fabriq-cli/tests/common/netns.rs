@@ -296,6 +296,16 @@ impl Host {
         }
     }
 
+    /// Removes the [`Host::drop_incoming`] rule (and its table).
+    pub fn clear_drops(&self) {
+        let done = run(&mut self.command("nft", &["delete", "table", "inet", "fq"]));
+        assert!(
+            done.status.success(),
+            "nft delete table: {}",
+            done.err_text()
+        );
+    }
+
     /// Packets that came into the namespace since [`Host::drop_incoming`].
     pub fn incoming(&self) -> u64 {
         self.nft_counters()[0]
@@ -346,7 +356,12 @@ fn require_nft() {
 /// Sends `signal` (e.g. "STOP", "CONT") to `proc` with kill(1).
 /// `ip netns exec` execs its program, so the pid is fabriq's own.
 pub fn signal(proc: &Proc, signal: &str) {
-    let pid = proc.pid().to_string();
+    signal_pid(proc.pid(), signal);
+}
+
+/// Sends `signal` to the process `pid` with kill(1).
+pub fn signal_pid(pid: u32, signal: &str) {
+    let pid = pid.to_string();
     let done = run(Command::new("kill").args([&format!("-{signal}"), &pid]));
     assert!(
         done.status.success(),
