@@ -321,7 +321,10 @@ fn zmq_crate_tests_and_examples_pass_against_fabriq() {
         fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     }
     let locked: &[&str] = if relock { &[] } else { &["--locked"] };
-    let target_dir = root.join("target");
+    // The workspace's target directory, to share what both build.
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|d| root.join(d))
+        .unwrap_or_else(|| root.join("target"));
 
     run(
         cargo()
