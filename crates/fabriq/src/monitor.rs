@@ -151,6 +151,14 @@ impl MonitorSlot {
         *self.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(active);
     }
 
+    /// Whether a monitor is running.
+    pub(crate) fn is_active(&self) -> bool {
+        self.active
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
     /// Ends monitoring with MONITOR_STOPPED.
     pub(crate) fn stop(&self) {
         let old = self.active.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -28,6 +28,9 @@ use crate::{SocketType, DONTWAIT, SNDMORE};
 
 static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Sockets given up with [`Socket::into_raw`], by their pointer.
+static RAW_SOCKETS: std::sync::Mutex<Vec<(usize, Socket)>> = std::sync::Mutex::new(Vec::new());
+
 /// How an endpoint was bound or connected, for unbind/disconnect.
 #[derive(Debug)]
 enum Attachment {
@@ -1117,22 +1120,30 @@ impl Socket {
 }
 
 impl Socket {
-    /// Gives the socket up as a raw pointer (the zmq crate's `into_raw`).
+    /// Gives the socket up as a raw pointer (the zmq crate's `into_raw`):
+    /// the same pointer [`Socket::as_mut_ptr`] gave, as in the zmq crate.
     ///
-    /// The pointer is fabriq's own (a boxed `Socket`), not a libzmq
-    /// socket: it can only go back through [`Socket::from_raw`]; until it
-    /// does, the socket stays open.
+    /// The pointer is fabriq's own, not a libzmq socket: it can only go
+    /// back through [`Socket::from_raw`]; until it does, the socket stays
+    /// open (held by fabriq).
     ///
     /// ```
     /// let ctx = fabriq::Context::new();
-    /// let s = ctx.socket(fabriq::PAIR).unwrap();
+    /// let mut s = ctx.socket(fabriq::PAIR).unwrap();
+    /// let ptr = s.as_mut_ptr();
     /// let raw = s.into_raw();
+    /// assert_eq!(ptr, raw);
     /// // SAFETY: `raw` came from `into_raw` and is used once.
     /// let s = unsafe { fabriq::Socket::from_raw(raw) };
     /// assert_eq!(s.get_socket_type().unwrap(), fabriq::PAIR);
     /// ```
-    pub fn into_raw(self) -> *mut std::os::raw::c_void {
-        Box::into_raw(Box::new(self)).cast()
+    pub fn into_raw(mut self) -> *mut std::os::raw::c_void {
+        let ptr = self.as_mut_ptr();
+        RAW_SOCKETS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((ptr as usize, self));
+        ptr
     }
 
     /// Takes back a socket given up with [`Socket::into_raw`].
@@ -1140,17 +1151,21 @@ impl Socket {
     /// # Safety
     ///
     /// `sock` must come from [`Socket::into_raw`] and must not be used
-    /// again after this call (the returned `Socket` owns it).
+    /// again after this call (the returned `Socket` owns it). (fabriq
+    /// checks: any other pointer panics.)
     #[allow(unsafe_code)]
     pub unsafe fn from_raw(sock: *mut std::os::raw::c_void) -> Socket {
-        // SAFETY: the caller promises `sock` is a `Box<Socket>` from
-        // `into_raw`, taken back once.
-        *unsafe { Box::from_raw(sock.cast::<Socket>()) }
+        let mut raw = RAW_SOCKETS.lock().unwrap_or_else(|p| p.into_inner());
+        let i = raw
+            .iter()
+            .position(|(p, _)| *p == sock as usize)
+            .expect("Socket::from_raw: not a pointer from Socket::into_raw");
+        raw.swap_remove(i).1
     }
 
-    /// A pointer to this socket (the zmq crate's `as_mut_ptr`). It is not
-    /// a libzmq socket and not for [`Socket::from_raw`]; it is valid while
-    /// the socket is neither moved nor dropped.
+    /// A pointer that names this socket (the zmq crate's `as_mut_ptr`),
+    /// the one [`Socket::into_raw`] gives. It is not a libzmq socket; it
+    /// stays the same while the socket is open, moved or not.
     ///
     /// ```
     /// let ctx = fabriq::Context::new();
@@ -1158,7 +1173,7 @@ impl Socket {
     /// assert!(!s.as_mut_ptr().is_null());
     /// ```
     pub fn as_mut_ptr(&mut self) -> *mut std::os::raw::c_void {
-        (self as *mut Socket).cast()
+        Arc::as_ptr(&self.shared).cast_mut().cast()
     }
 
     /// The SOCKS5 proxy recorded with [`Socket::set_socks_proxy`] (empty:
@@ -1204,8 +1219,21 @@ impl Drop for Socket {
                 crate::inproc::unbind(&self.ctx.inner.inproc, &name);
             }
         }
+        // A monitored socket waits for its listeners' CLOSED events, so
+        // they come before MONITOR_STOPPED, as in libzmq.
+        let monitored = self.shared.monitor.is_active();
+        let mut acks = Vec::new();
         for r in self.ctx.reactors_started() {
-            r.close_socket(self.shared.id, linger);
+            let done = monitored.then(|| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                acks.push(rx);
+                tx
+            });
+            r.close_socket(self.shared.id, linger, done);
+        }
+        for ack in acks {
+            // An I/O thread that is gone drops the sender: no wait.
+            let _ = ack.recv_timeout(std::time::Duration::from_secs(5));
         }
         self.shared.monitor.stop();
         self.ctx.socket_closed(self.shared.id);

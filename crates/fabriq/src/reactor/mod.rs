@@ -62,10 +62,14 @@ enum Cmd {
     },
     Connect(Box<Session>),
     Unbind(usize),
-    Disconnect(usize),
+    /// A session to end, and who to tell once it has.
+    Disconnect(usize, std::sync::mpsc::Sender<()>),
     CloseSocket {
         socket: u64,
         linger: i32,
+        /// Told once the socket's listeners are closed (and their CLOSED
+        /// events sent), for a monitored socket's close to wait on.
+        done: Option<std::sync::mpsc::Sender<()>>,
     },
     Shutdown,
 }
@@ -300,14 +304,31 @@ impl Reactor {
             .post(|inbox| inbox.cmds.push(Cmd::Unbind(token)));
     }
 
+    /// Ends a session and waits until it has (its pipe closed), so the
+    /// socket stops using it at once, as libzmq's zmq_disconnect.
     pub(crate) fn disconnect(&self, token: usize) {
+        let (tx, rx) = std::sync::mpsc::channel();
         self.shared
-            .post(|inbox| inbox.cmds.push(Cmd::Disconnect(token)));
+            .post(|inbox| inbox.cmds.push(Cmd::Disconnect(token, tx)));
+        // An I/O thread that is gone drops the sender: no wait.
+        let _ = rx.recv_timeout(Duration::from_secs(5));
     }
 
-    pub(crate) fn close_socket(&self, socket: u64, linger: i32) {
-        self.shared
-            .post(|inbox| inbox.cmds.push(Cmd::CloseSocket { socket, linger }));
+    /// Closes the socket's listeners and lingers its sessions. With
+    /// `done`, it is told once the listeners are closed.
+    pub(crate) fn close_socket(
+        &self,
+        socket: u64,
+        linger: i32,
+        done: Option<std::sync::mpsc::Sender<()>>,
+    ) {
+        self.shared.post(|inbox| {
+            inbox.cmds.push(Cmd::CloseSocket {
+                socket,
+                linger,
+                done,
+            })
+        });
     }
 
     /// Asks the loop to finish (after lingering sessions) and waits.
@@ -554,8 +575,20 @@ impl EventLoop {
                 self.drive(token, now);
             }
             Cmd::Unbind(token) => self.unbind(token),
-            Cmd::Disconnect(token) => self.remove_session(token),
-            Cmd::CloseSocket { socket, linger } => self.close_socket(socket, linger, now),
+            Cmd::Disconnect(token, done) => {
+                self.remove_session(token);
+                let _ = done.send(());
+            }
+            Cmd::CloseSocket {
+                socket,
+                linger,
+                done,
+            } => {
+                self.close_socket(socket, linger, now);
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
             Cmd::Shutdown => {
                 self.shutting_down = true;
                 let tokens: Vec<usize> = self.sessions.keys().copied().collect();
@@ -612,6 +645,13 @@ impl EventLoop {
         for t in listeners {
             if let Some(mut l) = self.listeners.remove(&t) {
                 l.listener.deregister(self.poll.registry());
+                // As libzmq: a closed socket's listeners report CLOSED
+                // (before its monitor stops), once the endpoint is free.
+                let value = l.listener.monitor_value();
+                let socket = l.socket.clone();
+                let text = std::mem::take(&mut l.text);
+                drop(l);
+                socket.monitor.emit(Event::Closed, value, &text);
             }
         }
         let deadline = match linger {

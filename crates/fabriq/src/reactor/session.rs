@@ -523,9 +523,15 @@ impl Session {
         self.zap = None;
         if let Some(mut engine) = slot.take() {
             engine.deregister(poller);
-            self.socket
-                .monitor
-                .emit(Event::Disconnected, engine.monitor_value(), &self.endpoint);
+            // A connection ended by its own socket's close (lingering) is
+            // no disconnect to libzmq: it reports none.
+            if self.linger.is_none() {
+                self.socket.monitor.emit(
+                    Event::Disconnected,
+                    engine.monitor_value(),
+                    &self.endpoint,
+                );
+            }
         }
     }
 
