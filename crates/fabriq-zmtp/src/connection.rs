@@ -50,6 +50,7 @@ use smallvec::SmallVec;
 
 use crate::auth::{AuthReply, AuthRequest};
 use crate::command::Command;
+use crate::copies::{self, Site};
 use crate::encoder::{Encoder, DEFAULT_BY_REF_THRESHOLD};
 use crate::error::{ProtocolError, UsageError};
 use crate::frame::{Frame, FrameDecoder};
@@ -422,9 +423,25 @@ impl Connection {
         let want = self.read_size();
         // Grow only when less than a read chunk is left: growing whenever
         // the spare room fell short of `want` let the allocator's doubling
-        // overshoot the frame's trusted size.
-        if self.rx.capacity() - self.rx.len() < want.min(self.config.read_chunk) {
+        // overshoot the frame's trusted size. And not when more than a
+        // chunk of a large frame is buffered and the room left holds its
+        // rest: growing then moved all of it for its last few bytes (a
+        // 300 kB frame moved 289 kB). A shorter read costs less than that
+        // copy; for small frames the copy is the cheaper one.
+        let spare = self.rx.capacity() - self.rx.len();
+        let rest_fits = self.rx.len() > self.config.read_chunk
+            && self
+                .decoder
+                .missing(&self.rx)
+                .is_some_and(|m| m > 0 && m <= spare);
+        if spare < want.min(self.config.read_chunk) && !rest_fits {
+            let before = self.rx.as_ptr();
             self.rx.reserve(want);
+            // Growing moves what is buffered (the start of a frame) to the
+            // new memory, or to the front of the old.
+            if self.rx.as_ptr() != before {
+                copies::count(Site::Regrow, self.rx.len());
+            }
         }
         &mut self.rx
     }
@@ -433,7 +450,7 @@ impl Connection {
     /// the rest of a large frame that is arriving, as far as the decoder
     /// trusts its announced size (see [`crate::frame::FrameDecoder`]).
     /// [`Connection::recv_buf`] leaves at least this much spare room, or
-    /// at least a read chunk's worth.
+    /// at least a read chunk's worth, or the rest of a large frame.
     pub fn read_size(&self) -> usize {
         self.decoder.read_hint(&self.rx, self.config.read_chunk)
     }
@@ -450,6 +467,7 @@ impl Connection {
     pub fn feed(&mut self, data: &[u8], now: Instant) {
         self.take_owned_input();
         self.rx.extend_from_slice(data);
+        copies::count(Site::Gather, data.len());
         self.input_received(now);
     }
 
@@ -513,6 +531,7 @@ impl Connection {
     fn take_owned_input(&mut self) {
         for data in self.owned.drain(..) {
             self.rx.extend_from_slice(&data);
+            copies::count(Site::Gather, data.len());
         }
     }
 

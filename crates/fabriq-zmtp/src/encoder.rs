@@ -17,6 +17,7 @@ use std::io::IoSlice;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::command::Command;
+use crate::copies::{self, Site};
 use crate::frame::{encode_header, header_len, Frame};
 
 /// Default size from which bodies are sent by reference (libzmq uses its
@@ -114,6 +115,9 @@ impl Encoder {
             self.batch.reserve(hlen + body.len());
             encode_header(&mut self.batch, body.len(), more, command);
             self.batch.put_slice(body);
+            if !command {
+                copies::count(Site::Batch, body.len());
+            }
         }
         self.len += hlen + body.len();
     }
@@ -210,6 +214,7 @@ impl Encoder {
             }
         }
         self.len -= total;
+        copies::count(Site::Page, total);
         total
     }
 

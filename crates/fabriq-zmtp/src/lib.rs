@@ -14,7 +14,9 @@
 //! * [`auth`]: the sans-IO authentication hook (what libzmq asks ZAP);
 //! * [`keys`], [`z85`]: CURVE keys and their Z85 text form;
 //! * [`encoder`]: batching of small frames and by-reference large bodies;
-//! * [`connection`]: all of the above as one connection's state machine.
+//! * [`connection`]: all of the above as one connection's state machine;
+//! * [`copies`]: where message bytes are copied, counted for the copy
+//!   budget (feature `copy-count`).
 //!
 //! See `docs/protocol.md` for what is implemented and where it differs
 //! from libzmq.
@@ -25,6 +27,7 @@
 pub mod auth;
 pub mod command;
 pub mod connection;
+pub mod copies;
 pub mod encoder;
 pub mod error;
 pub mod frame;

@@ -384,3 +384,44 @@ fn unknown_commands_after_the_handshake_reach_the_caller_and_break_nothing() {
         )))
     );
 }
+
+#[test]
+fn a_large_frame_is_moved_at_most_once_on_its_way_in() {
+    // A frame of up to 1 MiB is read into a buffer of its final size once
+    // its header and a first piece are in: the buffer is moved once (the
+    // first piece) and never again. It used to move twice: a 1 MiB body
+    // was trusted short of its last nine bytes, and a nearly complete
+    // frame was regrown for its last bytes when less than a read chunk
+    // of room was left (found by crates/fabriq-copy-budget).
+    for size in [300_000usize, 1 << 20] {
+        let (mut pull, _push) = connected_types(SocketType::Pull, SocketType::Push);
+        let mut wire = vec![0x02];
+        wire.extend_from_slice(&(size as u64).to_be_bytes());
+        wire.resize(9 + size, 7);
+        // The first read brings a chunk; later ones whatever fits, in
+        // pieces of at most 50 kB (a socket that is read while it fills).
+        let first = 16 * 1024;
+        pull.feed(&wire[..first], Instant::now());
+        let mut at = first;
+        let mut moves = 0;
+        let mut last = None;
+        while at < wire.len() {
+            let buf = pull.recv_buf();
+            if last.is_some_and(|p| p != buf.as_ptr()) {
+                moves += 1;
+            }
+            let room = buf.capacity() - buf.len();
+            assert!(room > 0, "{size}: no room at {at}");
+            let n = room.min(50_000).min(wire.len() - at);
+            buf.extend_from_slice(&wire[at..at + n]);
+            at += n;
+            last = Some(buf.as_ptr());
+            pull.input_received(Instant::now());
+        }
+        assert_eq!(moves, 0, "{size}: moved after its first piece");
+        let Ok(Some(Event::Message(m))) = pull.poll_event() else {
+            panic!("{size}: no message")
+        };
+        assert_eq!(m[0].len(), size);
+    }
+}

@@ -61,6 +61,11 @@ pub mod asynchronous;
 
 pub use context::Context;
 pub use error::{last_error_detail, Error, Result};
+/// Where message bytes are copied in user space, counted when fabriq is
+/// built with the `copy-count` feature (the copy-budget test's; see
+/// `docs/performance.md`, "The copy budget"). Without it [`copies::snapshot`] reads
+/// zeros and counting costs nothing.
+pub use fabriq_zmtp::copies;
 pub use keys::{z85_decode, z85_encode, CurveKeyPair, DecodeError, EncodeError};
 pub use message::{Message, GROUP_MAX_LENGTH};
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};

@@ -7,6 +7,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::Properties;
 
 /// One message frame. Multipart messages are several `Message`s, the
@@ -118,7 +119,10 @@ impl Message {
     pub fn to_bytes(&self) -> Bytes {
         match &self.data {
             Data::Shared(b) => b.clone(),
-            Data::Owned(b) => Bytes::copy_from_slice(b),
+            Data::Owned(b) => {
+                copies::count(Site::Api, b.len());
+                Bytes::copy_from_slice(b)
+            }
         }
     }
 
@@ -239,9 +243,10 @@ impl DerefMut for Message {
     fn deref_mut(&mut self) -> &mut [u8] {
         if let Data::Shared(b) = &mut self.data {
             // Take the buffer over if we are its only owner, else copy.
-            let owned = std::mem::take(b)
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            let owned = std::mem::take(b).try_into_mut().unwrap_or_else(|shared| {
+                copies::count(Site::Api, shared.len());
+                BytesMut::from(&shared[..])
+            });
             self.data = Data::Owned(owned);
         }
         match &mut self.data {
@@ -291,6 +296,7 @@ thread_local! {
 /// a similar reason). A chunk is freed once every message cut from it is
 /// gone, so a small message kept for long keeps at most 32 KiB alive.
 pub(crate) fn copy_small(data: &[u8]) -> Bytes {
+    copies::count(Site::FromSlice, data.len());
     if data.is_empty() || data.len() > SMALL_COPY {
         return Bytes::copy_from_slice(data);
     }

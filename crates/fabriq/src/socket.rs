@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::{Multipart, SocketType as ZmtpType};
 
 use crate::context::Context;
@@ -349,6 +350,7 @@ impl Socket {
         let (data, _, _) = self.recv_frame(flags)?;
         let n = data.len().min(bytes.len());
         bytes[..n].copy_from_slice(&data[..n]);
+        copies::count(Site::Api, n);
         Ok(data.len())
     }
 
@@ -361,7 +363,9 @@ impl Socket {
 
     /// Receives one frame as bytes.
     pub fn recv_bytes(&self, flags: i32) -> Result<Vec<u8>> {
-        Ok(self.recv_frame(flags)?.0.to_vec())
+        let data = self.recv_frame(flags)?.0;
+        copies::count(Site::Api, data.len());
+        Ok(data.to_vec())
     }
 
     /// Receives one frame as `Bytes`, without copying.

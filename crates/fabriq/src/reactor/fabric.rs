@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
+use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::frame::encode_header;
 use fabriq_zmtp::{Command, Multipart, PeerInfo, ProtocolError};
 use mio::Token;
@@ -1107,6 +1108,7 @@ impl FabricEngine {
             while let Some(chunk) = self.chunks.front_mut() {
                 let n = chunk.len().min(limit - len);
                 page.buffer_mut()[len..len + n].copy_from_slice(&chunk[..n]);
+                copies::count(Site::Page, n);
                 len += n;
                 self.chunk_bytes -= n;
                 if n == chunk.len() {
@@ -1213,6 +1215,7 @@ impl FabricEngine {
                     encode_header(scratch, part.len(), i < last, false);
                     put(scratch, page);
                     put(part, page);
+                    copies::count(Site::Page, part.len());
                 }
                 page.set_len(at);
                 return false;

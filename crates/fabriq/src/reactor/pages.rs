@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
+use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::frame::FrameDecoder;
 use fabriq_zmtp::{Command, Multipart, Properties, ProtocolError};
 
@@ -195,6 +196,7 @@ impl PageReader {
                             return Ok(None);
                         };
                         self.straddle.extend_from_slice(&next);
+                        copies::count(Site::Gather, next.len());
                         *consumed += 1;
                         continue;
                     }
@@ -232,6 +234,7 @@ impl PageReader {
         self.straddle
             .reserve(size.unwrap_or(0).clamp(rest.len(), RESERVE_MAX));
         self.straddle.extend_from_slice(rest);
+        copies::count(Site::Gather, rest.len());
     }
 }
 
