@@ -1640,3 +1640,39 @@ fn ipv6_loopback() {
     push.send("over ipv6", 0).unwrap();
     assert_eq!(pull.recv_bytes(0).unwrap(), b"over ipv6");
 }
+
+/// A peer whose last message and close arrive together: the receiver
+/// delivers the message and sees the disconnect. A read that returns less
+/// than it asked for ends a turn of reading (the next bytes raise a new
+/// edge), except after the poller reported the close: it came with the
+/// event already seen, and no later one would report it.
+#[test]
+fn a_peer_that_sends_and_closes_at_once_is_seen_to_go() {
+    let ctx = zmq::Context::new();
+    let pull = ctx.socket(zmq::PULL).unwrap();
+    pull.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    pull.bind("tcp://127.0.0.1:*").unwrap();
+    let port = port_of(&last_endpoint(&pull));
+    let mon = monitor(&ctx, &pull, "send-and-close");
+    for round in 0..20u8 {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(TIMEOUT_MS as u64)))
+            .unwrap();
+        let mut hello = greeting();
+        hello.extend(ready("PUSH"));
+        s.write_all(&hello).unwrap();
+        // Their greeting and READY: the handshake is done on both sides.
+        let mut theirs = [0u8; 64 + 2];
+        s.read_exact(&mut theirs).unwrap();
+        let mut rest = vec![0u8; usize::from(theirs[65])];
+        s.read_exact(&mut rest).unwrap();
+        mon.expect(&[EV_HANDSHAKE_SUCCEEDED], "handshake");
+        // The message and the close, back to back.
+        s.write_all(&[0x00, 5, b'r', b'o', b'u', b'n', round])
+            .unwrap();
+        drop(s);
+        let m = pull.recv_bytes(0).expect("the last message");
+        assert_eq!(m, [b'r', b'o', b'u', b'n', round]);
+        mon.expect(&[EV_DISCONNECTED], "disconnect after the last message");
+    }
+}

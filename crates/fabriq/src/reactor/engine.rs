@@ -126,6 +126,11 @@ pub(crate) trait Engine: Send {
     /// Records readiness the poller reported.
     fn ready(&mut self, readable: bool, writable: bool);
 
+    /// Records that the poller reported the peer's close or an error: the
+    /// stream must now be read until it says `WouldBlock` or ends, since
+    /// no later event will come for what is already there.
+    fn hung_up(&mut self) {}
+
     /// Moves what has arrived into `inbound` (the socket's queue from this
     /// peer; absent until the handshake made one). Returns why it stopped
     /// and how many items it delivered.
@@ -194,8 +199,12 @@ pub(crate) struct StreamEngine {
     stream: Box<dyn Stream>,
     conn: Connection,
     handshaken: bool,
-    /// The stream may have bytes to read (cleared on `WouldBlock`).
+    /// The stream may have bytes to read (cleared on `WouldBlock`, and
+    /// on a short read of a stream whose short reads drain it).
     readable: bool,
+    /// The poller reported the peer's close or an error: read on until
+    /// `WouldBlock` or the end, short reads or not.
+    hung_up: bool,
     /// The stream may take bytes (cleared on `WouldBlock`).
     writable: bool,
     /// How the socket's thread found the connection ended.
@@ -217,6 +226,7 @@ impl StreamEngine {
             conn,
             handshaken: false,
             readable: true,
+            hung_up: false,
             writable: true,
             ended: None,
             speculative_write,
@@ -251,6 +261,11 @@ impl Engine for StreamEngine {
     fn ready(&mut self, readable: bool, writable: bool) {
         self.readable |= readable;
         self.writable |= writable;
+    }
+
+    fn hung_up(&mut self) {
+        self.hung_up = true;
+        self.readable = true;
     }
 
     /// Reads, decodes and delivers until the stream would block, the
@@ -317,10 +332,17 @@ impl Engine for StreamEngine {
             }
             done += 1;
             let want = self.conn.read_size();
-            match self.stream.read_into(self.conn.recv_buf(), want) {
+            let buf = self.conn.recv_buf();
+            let asked = want.min(buf.capacity() - buf.len());
+            match self.stream.read_into(buf, want) {
                 Ok(0) => return (Input::Ended(End::Eof), delivered),
-                Ok(_) => {
-                    self.readable = true;
+                Ok(n) => {
+                    // A short read took all the kernel had, and the next
+                    // bytes will be reported anew: another read now would
+                    // only say WouldBlock (one system call per wake-up
+                    // saved; libzmq reads once per event too). Not after a
+                    // hang-up: the close came with an event already seen.
+                    self.readable = n == asked || self.hung_up || !self.stream.short_read_drains();
                     self.conn.input_received(now);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,

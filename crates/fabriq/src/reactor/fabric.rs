@@ -1304,6 +1304,10 @@ impl Engine for FabricEngine {
         self.control.ready(readable, writable);
     }
 
+    fn hung_up(&mut self) {
+        self.control.hung_up();
+    }
+
     fn read(&mut self, inbound: Option<&Queue>, reads: Reads, now: Instant) -> (Input, usize) {
         if let Some(why) = self.failed.take() {
             return (Input::Ended(End::Io(io::Error::other(why))), 0);

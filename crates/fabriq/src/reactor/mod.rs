@@ -530,6 +530,9 @@ impl EventLoop {
                     event.is_readable() || event.is_read_closed() || event.is_error(),
                     event.is_writable() || event.is_write_closed() || event.is_error(),
                 );
+                if event.is_read_closed() || event.is_error() {
+                    s.hung_up();
+                }
                 self.drive(token, now);
             }
             self.fanned_out = fanned_out;

@@ -191,6 +191,13 @@ impl Session {
         }
     }
 
+    /// Records that the poller saw the peer's close or an error.
+    pub(super) fn hung_up(&self) {
+        if let Some(engine) = self.link.lock().as_mut() {
+            engine.hung_up();
+        }
+    }
+
     pub(super) fn accepted_by(&self) -> Option<usize> {
         match self.origin {
             Origin::Accept { listener } => Some(listener),

@@ -222,6 +222,10 @@ impl Stream for mio::net::UnixStream {
         super::read_fd(self.as_fd(), buf, max)
     }
 
+    fn short_read_drains(&self) -> bool {
+        true
+    }
+
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         Write::write_vectored(self, bufs)
     }

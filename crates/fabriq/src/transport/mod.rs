@@ -119,6 +119,15 @@ pub(crate) trait Stream: Send + fmt::Debug {
     /// that much spare capacity).
     fn read_into(&mut self, buf: &mut BytesMut, max: usize) -> io::Result<usize>;
 
+    /// Whether a read that returned less than it asked for took all the
+    /// stream had, so that the next bytes (or the peer's close) make the
+    /// edge-triggered poller report the stream again. True of kernel
+    /// sockets (tcp, ipc): each arrival wakes the poller anew. A stream
+    /// that cannot promise it is read until `WouldBlock`.
+    fn short_read_drains(&self) -> bool {
+        false
+    }
+
     /// Writes from `bufs` in order; how much was taken.
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
 

@@ -128,6 +128,10 @@ impl Stream for Socks5 {
         self.inner.read_into(buf, max)
     }
 
+    fn short_read_drains(&self) -> bool {
+        self.inner.short_read_drains()
+    }
+
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         Stream::write_vectored(&mut self.inner, bufs)
     }
