@@ -276,8 +276,13 @@ impl From<&[u8]> for Message {
     }
 }
 
-/// Copies of at most this many bytes share a per-thread chunk.
-const SMALL_COPY: usize = 2048;
+/// Copies of at most this many bytes share a per-thread chunk: eight
+/// 4 KiB messages to a chunk. One malloc per 4 KiB message, freed on the
+/// receiving thread, contended for glibc's arena lock (futex waits were
+/// 11 % of an inproc 4 KiB stream's samples); sharing chunks halved the
+/// CPU per message (bench/notes/optimisations.md, #21). 8 KiB was tried
+/// too and did not measure.
+const SMALL_COPY: usize = 4096;
 /// The size of those chunks. Below glibc's 64 KiB consolidation
 /// threshold: freeing a 64 KiB chunk (on the receiving thread, for every
 /// 16 messages of 4 KiB) made inproc 4 KiB slower than one malloc per
@@ -383,7 +388,7 @@ mod tests {
     fn small_copies_are_independent_across_chunks() {
         // Enough copies to cross several chunks, of sizes around the
         // small-copy limit, each checked after all were made.
-        let sizes = [1, 7, 64, 255, 1000, 2047, 2048, 2049, 5000];
+        let sizes = [1, 7, 64, 255, 1000, 2048, 4095, 4096, 4097, 9000];
         let mut kept = Vec::new();
         for i in 0..2000usize {
             let len = sizes[i % sizes.len()];
