@@ -119,6 +119,16 @@ impl Context {
     }
 }
 
+/// The scenario's options that omq has: the busy variant's receive spin
+/// (`Options::recv_spin`), set before the socket is made.
+pub fn tune(sock: &Socket, sc: &crate::scenario::Scenario) -> Result<(), String> {
+    if sc.variant == crate::scenario::FabricVariant::Busy {
+        sock.options.borrow_mut().recv_spin =
+            Duration::from_micros(crate::scenario::BUSY_US as u64);
+    }
+    Ok(())
+}
+
 /// A received message, reused across `recv` calls like `zmq::Message`.
 #[derive(Default)]
 pub struct Message(omq_tokio::Message);

@@ -76,9 +76,12 @@ fn stream_rows(s: &ScenarioResult, sizes: std::ops::RangeInclusive<usize>) -> bo
         && sizes.contains(&sc.size)
 }
 
+/// REQ/REP over tcp and ipc, as users run it by default (not the busy
+/// variant, which has its own rows).
 fn reqrep(s: &ScenarioResult) -> bool {
     s.scenario.pattern == Pattern::Reqrep
         && matches!(s.scenario.transport, Transport::Tcp | Transport::Ipc)
+        && s.scenario.variant == crate::scenario::FabricVariant::Default
 }
 
 /// Every scenario of the libzmq-compatible transports (the fabric ones

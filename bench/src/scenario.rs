@@ -227,7 +227,17 @@ pub enum FabricVariant {
     /// Blocking calls spin for up to [`SPIN_US`] µs before they sleep
     /// (`set_spin_us`), as `fi_pingpong` busy-polls.
     Spin,
+    /// Not a fabric mode: REQ/REP over tcp and ipc with busy-polling
+    /// receives, [`BUSY_US`] µs before sleeping, in fabriq
+    /// (`set_spin_us`) and omq (`Options::recv_spin`, the 50 µs of its
+    /// BENCHMARKS.md). libzmq 4.3.4 has no such mode (4.3.5's draft
+    /// `ZMQ_BUSY_POLL` sets the kernel's `SO_BUSY_POLL`, which does
+    /// nothing on loopback) and runs as usual.
+    Busy,
 }
+
+/// How long the [`FabricVariant::Busy`] variant's receives spin, in µs.
+pub const BUSY_US: i32 = 50;
 
 /// How long the [`FabricVariant::Spin`] variant spins, in µs.
 pub const SPIN_US: i32 = 200;
@@ -239,6 +249,7 @@ impl FabricVariant {
             FabricVariant::Default => "",
             FabricVariant::Unbuffered => "+unbuffered",
             FabricVariant::Spin => "+spin",
+            FabricVariant::Busy => "+busy",
         }
     }
 
@@ -251,6 +262,9 @@ impl FabricVariant {
             }
             FabricVariant::Spin => {
                 "spin: blocking calls spin 200 us before sleeping (set_spin_us(200))"
+            }
+            FabricVariant::Busy => {
+                "busy: receives spin 50 us before sleeping (fabriq set_spin_us(50), omq recv_spin 50 us; libzmq as usual)"
             }
         }
     }
@@ -482,6 +496,14 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
             }
         }
     }
+    // The busy-polling profile of REQ/REP (full runs only).
+    if mode == Mode::Full && wanted(&Pattern::Reqrep) {
+        for transport in [Transport::Tcp, Transport::Ipc] {
+            if selected.contains(&transport) {
+                cells.push((Pattern::Reqrep, transport, FabricVariant::Busy));
+            }
+        }
+    }
     for transport in Transport::FABRIC {
         if !selected.contains(&transport) {
             continue;
@@ -494,7 +516,9 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
     }
     let mut out = Vec::new();
     for (pattern, transport, variant) in cells {
-        let sizes = if args.sizes.is_empty() {
+        let sizes = if args.sizes.is_empty() && variant == FabricVariant::Busy {
+            vec![1]
+        } else if args.sizes.is_empty() {
             default_sizes(mode, pattern, transport)
         } else if transport.is_fabric() && pattern == Pattern::Pubsub {
             // No PUB/SUB over the fabric in this bench (yet).

@@ -93,12 +93,18 @@ impl Gate for InprocGate {
 /// ZeroMQ scenarios are left alone). The default variant sets nothing.
 ///
 /// Sets the socket options of the scenario's [`FabricVariant`].
+/// The busy variant (tcp and ipc REQ/REP) sets `spin_us` on every socket.
 pub fn fabric_tune(sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String> {
+    if sc.variant == FabricVariant::Busy {
+        return sock
+            .set_spin_us(crate::scenario::BUSY_US)
+            .map_err(|e| format!("busy variant: {e}"));
+    }
     if !sc.transport.is_fabric() {
         return Ok(());
     }
     match sc.variant {
-        FabricVariant::Default => Ok(()),
+        FabricVariant::Default | FabricVariant::Busy => Ok(()),
         FabricVariant::Unbuffered => sock.set_fabric_buffered(false),
         FabricVariant::Spin => sock.set_spin_us(crate::scenario::SPIN_US),
     }
@@ -481,6 +487,6 @@ zmq_like!(
 zmq_like!(
     omq,
     crate::omqzmq,
-    crate::zmqlike::no_tune,
+    crate::omqzmq::tune,
     "omq.rs (`omq-tokio`, blocking API) through [`crate::omqzmq`], with the same code as the libzmq side."
 );

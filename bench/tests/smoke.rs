@@ -350,3 +350,60 @@ fn a_hanging_fi_pingpong_is_killed_at_the_deadline() {
         "{p:?}"
     );
 }
+
+/// The full run measures REQ/REP over tcp and ipc a second time with
+/// busy-polling receives (fabriq `spin_us`, omq `recv_spin`); quick runs
+/// do not. One short run of the tcp row: every trial succeeds.
+#[test]
+fn the_full_run_has_busy_polling_reqrep_rows_that_run() {
+    let keys = |args: &[&str]| -> Vec<String> {
+        let cli = BenchCli::try_parse_from(args).expect("args");
+        plan(&cli.run).iter().map(|s| s.key()).collect()
+    };
+    let full = keys(&["fabriq-bench"]);
+    for key in ["reqrep/tcp+busy/1", "reqrep/ipc+busy/1"] {
+        assert!(full.contains(&key.to_string()), "{key}: {full:?}");
+    }
+    assert!(!keys(&["fabriq-bench", "--quick"])
+        .iter()
+        .any(|k| k.contains("+busy")));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("busy.json");
+    let out = Command::new(BIN)
+        .args([
+            "--pattern",
+            "reqrep",
+            "--transport",
+            "tcp",
+            "--sizes",
+            "1",
+            "--reps",
+            "1",
+            "--trial-secs",
+            "0.02",
+            "--no-floor",
+            "--no-calibration",
+            "--no-plots",
+            "--no-perf",
+            "--out",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run fabriq-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = Results::load(&json).expect("results JSON");
+    let busy = results
+        .scenarios
+        .iter()
+        .find(|s| s.key == "reqrep/tcp+busy/1")
+        .expect("the busy row");
+    assert!(!busy.trials.is_empty());
+    for t in &busy.trials {
+        assert!(t.ok, "{:?}: {:?}", t.slot, t.error);
+    }
+}
