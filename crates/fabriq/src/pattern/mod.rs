@@ -10,6 +10,7 @@ mod push;
 mod rep;
 mod req;
 mod router;
+mod routing;
 mod stream;
 mod subscribe;
 

@@ -4,11 +4,10 @@
 //! a 32-bit counter). Unroutable messages are dropped, or refused with
 //! EHOSTUNREACH / EAGAIN under ROUTER_MANDATORY.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use fabriq_zmtp::Multipart;
 
+use super::routing::RoutingIds;
 use super::{Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};
 use crate::options::Options;
@@ -16,45 +15,22 @@ use crate::pipe::{Item, PipeEnd, PipeId};
 
 pub(crate) struct Router {
     pipes: Pipes,
-    by_id: HashMap<Bytes, PipeId>,
-    id_of: HashMap<PipeId, Bytes>,
-    next_generated: u32,
+    ids: RoutingIds,
     /// Destination of the message being sent; `None` drops it.
     target: Option<PipeId>,
 }
 
 impl Router {
     pub(crate) fn new() -> Router {
-        // libzmq starts generated ids at a random value.
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
         Router {
             pipes: Pipes::default(),
-            by_id: HashMap::new(),
-            id_of: HashMap::new(),
-            next_generated: seed,
+            ids: RoutingIds::new(),
             target: None,
         }
     }
 
-    fn generate_id(&mut self) -> Bytes {
-        loop {
-            self.next_generated = self.next_generated.wrapping_add(1);
-            let mut id = vec![0u8];
-            id.extend_from_slice(&self.next_generated.to_be_bytes());
-            let id = Bytes::from(id);
-            if !self.by_id.contains_key(&id) {
-                return id;
-            }
-        }
-    }
-
     fn forget(&mut self, pipe: PipeId) {
-        if let Some(id) = self.id_of.remove(&pipe) {
-            self.by_id.remove(&id);
-        }
+        self.ids.forget(pipe);
     }
 }
 
@@ -62,8 +38,8 @@ impl Pattern for Router {
     fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
         let announced = pipe.peer.identity.clone();
         let id = if announced.is_empty() {
-            self.generate_id()
-        } else if let Some(&old) = self.by_id.get(&announced) {
+            self.ids.generate()
+        } else if let Some(old) = self.ids.pipe(&announced) {
             if !opts.router_handover {
                 tracing::debug!("ROUTER refused a peer with a duplicate identity");
                 pipe.close();
@@ -78,8 +54,7 @@ impl Pattern for Router {
         } else {
             announced
         };
-        self.by_id.insert(id.clone(), pipe.id);
-        self.id_of.insert(pipe.id, id);
+        self.ids.insert(id, pipe.id);
         self.pipes.push(pipe);
     }
 
@@ -91,13 +66,13 @@ impl Pattern for Router {
 
     fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
         self.target = None;
-        match self.by_id.get(first) {
+        match self.ids.pipe(first) {
             None if opts.router_mandatory => err(
                 Error::EHOSTUNREACH,
                 "ROUTER_MANDATORY: no peer with this routing id",
             ),
             None => Ok(()),
-            Some(&pipe) => {
+            Some(pipe) => {
                 let has_room = self
                     .pipes
                     .index_of(pipe)
@@ -133,7 +108,7 @@ impl Pattern for Router {
             let from = self.pipes.list[i].id;
             let meta = self.pipes.list[i].peer.metadata.clone();
             let Item::Msg(msg) = item else { continue };
-            let Some(id) = self.id_of.get(&from) else {
+            let Some(id) = self.ids.id(from) else {
                 continue;
             };
             let mut out = Multipart::with_capacity(msg.len() + 1);
@@ -150,7 +125,6 @@ impl Pattern for Router {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
-        self.by_id.clear();
-        self.id_of.clear();
+        self.ids.clear();
     }
 }

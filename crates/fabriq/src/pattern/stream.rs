@@ -7,11 +7,12 @@
 //! 32-bit counter); an unknown one is EHOSTUNREACH and a full peer EAGAIN,
 //! always (a STREAM is always "mandatory").
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use bytes::Bytes;
 use fabriq_zmtp::Multipart;
 
+use super::routing::RoutingIds;
 use super::{Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};
 use crate::options::Options;
@@ -19,9 +20,7 @@ use crate::pipe::{Item, PipeEnd, PipeId};
 
 pub(crate) struct Stream {
     pipes: Pipes,
-    by_id: HashMap<Bytes, PipeId>,
-    id_of: HashMap<PipeId, Bytes>,
-    next_generated: u32,
+    ids: RoutingIds,
     /// Destination of the message being sent.
     target: Option<PipeId>,
     /// Disconnection notices, `[id, ""]`, for peers that went away.
@@ -30,45 +29,23 @@ pub(crate) struct Stream {
 
 impl Stream {
     pub(crate) fn new() -> Stream {
-        // libzmq starts generated ids at a random value.
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
         Stream {
             pipes: Pipes::default(),
-            by_id: HashMap::new(),
-            id_of: HashMap::new(),
-            next_generated: seed,
+            ids: RoutingIds::new(),
             target: None,
             gone: VecDeque::new(),
         }
     }
 
-    fn generate_id(&mut self) -> Bytes {
-        loop {
-            self.next_generated = self.next_generated.wrapping_add(1);
-            let mut id = vec![0u8];
-            id.extend_from_slice(&self.next_generated.to_be_bytes());
-            let id = Bytes::from(id);
-            if !self.by_id.contains_key(&id) {
-                return id;
-            }
-        }
-    }
-
     fn forget(&mut self, pipe: PipeId) -> Option<Bytes> {
-        let id = self.id_of.remove(&pipe)?;
-        self.by_id.remove(&id);
-        Some(id)
+        self.ids.forget(pipe)
     }
 }
 
 impl Pattern for Stream {
     fn attach(&mut self, pipe: PipeEnd, _: &Options) {
-        let id = self.generate_id();
-        self.by_id.insert(id.clone(), pipe.id);
-        self.id_of.insert(pipe.id, id);
+        let id = self.ids.generate();
+        self.ids.insert(id, pipe.id);
         self.pipes.push(pipe);
     }
 
@@ -82,7 +59,7 @@ impl Pattern for Stream {
 
     fn start_send(&mut self, first: &Bytes, _: &Options) -> Result<()> {
         self.target = None;
-        let Some(&pipe) = self.by_id.get(first) else {
+        let Some(pipe) = self.ids.pipe(first) else {
             return err(Error::EHOSTUNREACH, "STREAM: no peer with this routing id");
         };
         let has_room = self
@@ -126,7 +103,7 @@ impl Pattern for Stream {
             let from = self.pipes.list[i].id;
             let meta = self.pipes.list[i].peer.metadata.clone();
             let Item::Msg(msg) = item else { continue };
-            let Some(id) = self.id_of.get(&from) else {
+            let Some(id) = self.ids.id(from) else {
                 continue;
             };
             let mut out = Multipart::with_capacity(2);
@@ -149,7 +126,6 @@ impl Pattern for Stream {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
-        self.by_id.clear();
-        self.id_of.clear();
+        self.ids.clear();
     }
 }
