@@ -131,7 +131,7 @@ impl Command {
         1 + self.name().len()
             + match self {
                 Command::Ready(p) => p.encoded_len(),
-                Command::Error(r) => 1 + r.len().min(255),
+                Command::Error(r) => 1 + truncate_utf8(r, 255).len(),
                 Command::Subscribe(t)
                 | Command::Cancel(t)
                 | Command::Join(t)
@@ -206,6 +206,31 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_reason_is_cut_at_a_character_and_its_length_says_so() {
+        // 200 two-byte characters: 255 bytes would end inside one, so the
+        // reason is cut to 254. encoded_len used to say 255, and the
+        // encoder wrote that into the frame header: two bytes more than
+        // followed (found by the `frame` fuzz target; corpus file
+        // fuzz/corpus/frame/regress-error-reason-cut-inside-a-character).
+        let cmd = Command::Error("é".repeat(200));
+        let mut wire = BytesMut::new();
+        cmd.encode(&mut wire);
+        assert_eq!(wire.len(), cmd.encoded_len());
+        assert_eq!(wire.len(), 1 + 5 + 1 + 254);
+        // What the encoder writes decodes as one frame holding exactly it.
+        let mut enc = crate::encoder::Encoder::default();
+        enc.push_command(&cmd);
+        let mut stream = BytesMut::new();
+        while let Some(chunk) = enc.pop_chunk() {
+            stream.extend_from_slice(&chunk);
+        }
+        let dec = crate::frame::FrameDecoder::new(None, 1 << 20);
+        let frame = dec.decode(&mut stream).unwrap().expect("one whole frame");
+        assert!(frame.command && stream.is_empty());
+        assert_eq!(frame.data[..], wire[..]);
+    }
 
     fn round_trip(cmd: Command) {
         let mut buf = BytesMut::new();
