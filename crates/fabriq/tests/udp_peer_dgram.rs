@@ -312,3 +312,24 @@ fn peer_errors_as_libzmq() {
     assert_eq!(q.send(m, 0).err(), Some(Error::EHOSTUNREACH));
     assert_eq!(q.get_socket_type().unwrap(), fabriq::PEER);
 }
+
+#[test]
+fn udp_bind_errors_come_from_bind_and_unbind_closes_the_socket() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    // Not an address of this host (TEST-NET-1).
+    assert_eq!(
+        dish.bind("udp://192.0.2.1:5555").err(),
+        Some(Error::EADDRNOTAVAIL)
+    );
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&dish);
+    dish.unbind(&ep).unwrap();
+    // Once the I/O thread has closed it, the port is free for a socket
+    // without SO_REUSEADDR.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while UdpSocket::bind(&ep["udp://".len()..]).is_err() {
+        assert!(Instant::now() < deadline, "unbind did not close {ep}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
