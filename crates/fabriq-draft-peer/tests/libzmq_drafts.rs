@@ -633,3 +633,30 @@ fn udp_datagram_limit_as_libzmq() {
     radio_send(&ours, "g", &fits);
     assert_eq!(theirs.recv(), (0, Some("g".into()), fits));
 }
+
+#[test]
+fn fabriq_radio_to_libzmq_dish_over_loopback_multicast() {
+    let ctx = Context::new();
+    let port = free_udp_port();
+    let mut dish = Peer::new("DISH");
+    dish.ok(&format!("bind udp://127.0.0.1;239.0.0.1:{port}"));
+    dish.ok("join mc");
+    dish.ok("rcvtimeo 50");
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio
+        .connect(&format!("udp://127.0.0.1;239.0.0.1:{port}"))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "no probe reached libzmq's DISH");
+        radio_send(&radio, "mc", "probe");
+        if dish.ask("recv").starts_with("msg") {
+            break;
+        }
+    }
+    while dish.ask("recv").starts_with("msg") {}
+    dish.ok("rcvtimeo 5000");
+    radio_send(&radio, "other", "no");
+    radio_send(&radio, "mc", "hello");
+    assert_eq!(dish.recv(), (0, Some("mc".into()), "hello".into()));
+}

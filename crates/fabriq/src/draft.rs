@@ -94,6 +94,21 @@ impl Socket {
     /// to it queue until the connection is up. `ENOTSUP` on other socket
     /// types; `EFAULT` with `IMMEDIATE` set (as libzmq: there is no peer
     /// to name until the connection is made).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let peer = ctx.socket(fabriq::PEER).unwrap();
+    /// // Nobody listens there yet: the routing id is given at once.
+    /// let id = peer.connect_peer("tcp://127.0.0.1:5599").unwrap();
+    /// assert_ne!(id, 0);
+    /// peer.set_immediate(true).unwrap();
+    /// assert_eq!(
+    ///     peer.connect_peer("tcp://127.0.0.1:5599"),
+    ///     Err(fabriq::Error::EFAULT)
+    /// );
+    /// ```
+    ///
+    /// [`crate::SocketType::PEER`] has an exchange both ways.
     pub fn connect_peer(&self, endpoint: &str) -> Result<u32> {
         if self.zmtp_type() != ZmtpType::Peer {
             return err(Error::ENOTSUP, "connect_peer is for PEER sockets only");

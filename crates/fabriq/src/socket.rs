@@ -628,6 +628,7 @@ impl Socket {
         use crate::reactor::Framing;
         use crate::transport::udp::{self, Directions};
         let ty = self.shared.socket_type;
+        let address = &udp::resolve(address)?;
         let (framing, dirs) = match (ty, role) {
             (ZmtpType::Radio, Role::Connect) => (
                 Framing::Groups {

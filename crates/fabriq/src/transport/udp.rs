@@ -41,6 +41,9 @@ const ACCEPTED: &str = "accepted forms: udp://HOST:PORT, udp://*:PORT (bind), \
 pub(crate) struct UdpAddress {
     /// What follows `udp://`, as written.
     pub text: String,
+    /// A host name still to look up (connect only; see [`resolve`]):
+    /// `target` holds 0.0.0.0 until then.
+    pub name: Option<String>,
     /// Where a sender sends (RADIO); the group for multicast.
     pub target: SocketAddrV4,
     /// What a receiver binds (DISH, DGRAM): `0.0.0.0:PORT` for multicast.
@@ -51,8 +54,8 @@ pub(crate) struct UdpAddress {
 }
 
 /// Parses what follows `udp://` for binding (DISH, DGRAM) or connecting
-/// (RADIO). Host names are looked up (connect only, as libzmq); EINVAL
-/// with the reason otherwise.
+/// (RADIO): syntax only; a host name (connect only, as libzmq) is looked
+/// up later by [`resolve`]. EINVAL with the reason.
 pub(crate) fn parse(address: &str, role: Role) -> Result<UdpAddress> {
     let (interface, rest) = match address.rsplit_once(';') {
         Some((iface, rest)) => (Some(parse_interface(address, iface)?), rest),
@@ -79,7 +82,10 @@ pub(crate) fn parse(address: &str, role: Role) -> Result<UdpAddress> {
             format!("udp endpoint {address:?}: a destination needs a port"),
         );
     }
-    let ip = resolve_host(address, host, role)?;
+    let (ip, name) = match parse_host(address, host, role)? {
+        Some(ip) => (ip, None),
+        None => (Ipv4Addr::UNSPECIFIED, Some(host.to_string())),
+    };
     let target = SocketAddrV4::new(ip, port);
     let multicast = ip.is_multicast();
     if interface.is_some() && !multicast {
@@ -95,6 +101,7 @@ pub(crate) fn parse(address: &str, role: Role) -> Result<UdpAddress> {
     };
     Ok(UdpAddress {
         text: address.to_string(),
+        name,
         target,
         bind,
         interface: interface.unwrap_or(Ipv4Addr::UNSPECIFIED),
@@ -122,7 +129,9 @@ fn parse_interface(address: &str, iface: &str) -> Result<Ipv4Addr> {
     }
 }
 
-fn resolve_host(address: &str, host: &str, role: Role) -> Result<Ipv4Addr> {
+/// The host's address if it is a literal (or `*`), `None` for a name to
+/// look up.
+fn parse_host(address: &str, host: &str, role: Role) -> Result<Option<Ipv4Addr>> {
     if host == "*" {
         if role == Role::Connect {
             return err(
@@ -130,10 +139,10 @@ fn resolve_host(address: &str, host: &str, role: Role) -> Result<Ipv4Addr> {
                 format!("udp endpoint {address:?}: a destination cannot be \"*\""),
             );
         }
-        return Ok(Ipv4Addr::UNSPECIFIED);
+        return Ok(Some(Ipv4Addr::UNSPECIFIED));
     }
     if let Ok(ip) = host.parse::<Ipv4Addr>() {
-        return Ok(ip);
+        return Ok(Some(ip));
     }
     if host.is_empty() || host.starts_with('[') || host.parse::<std::net::Ipv6Addr>().is_ok() {
         return err(
@@ -147,18 +156,38 @@ fn resolve_host(address: &str, host: &str, role: Role) -> Result<Ipv4Addr> {
             format!("udp endpoint {address:?}: bind takes an IPv4 address or \"*\""),
         );
     }
-    let found = (host, 0u16).to_socket_addrs().ok().and_then(|mut addrs| {
-        addrs.find_map(|a| match a {
-            SocketAddr::V4(v4) => Some(*v4.ip()),
-            SocketAddr::V6(_) => None,
-        })
-    });
-    found.ok_or_else(|| {
-        crate::error::fail(
+    Ok(None)
+}
+
+/// Looks up the host name [`parse`] left (`address.name`), if any: its
+/// first IPv4 address, which may not be a multicast one (a group is given
+/// as an address), becomes the target.
+pub(crate) fn resolve(address: &UdpAddress) -> Result<UdpAddress> {
+    let Some(host) = &address.name else {
+        return Ok(address.clone());
+    };
+    let found = (host.as_str(), 0u16)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| {
+            addrs.find_map(|a| match a {
+                SocketAddr::V4(v4) => Some(*v4.ip()),
+                SocketAddr::V6(_) => None,
+            })
+        });
+    let Some(ip) = found.filter(|ip| !ip.is_multicast()) else {
+        return err(
             Error::EINVAL,
-            format!("udp endpoint {address:?}: {host:?} has no IPv4 address"),
-        )
-    })
+            format!(
+                "udp endpoint {:?}: {host:?} has no IPv4 unicast address",
+                address.text
+            ),
+        );
+    };
+    let mut out = address.clone();
+    out.name = None;
+    out.target = SocketAddrV4::new(ip, address.target.port());
+    Ok(out)
 }
 
 /// A RADIO datagram: group length, group, body. `None` if it would be
@@ -265,6 +294,8 @@ mod tests {
         assert_eq!(i.interface, Ipv4Addr::LOCALHOST);
         assert_eq!(i.target, "239.0.0.1:5555".parse().unwrap());
         let l = parse("localhost:5555", Role::Connect).unwrap();
+        assert_eq!(l.name.as_deref(), Some("localhost"));
+        let l = resolve(&l).unwrap();
         assert_eq!(l.target, "127.0.0.1:5555".parse().unwrap());
     }
 
