@@ -199,6 +199,23 @@ fn dgram_both_directions() {
         b.recv_multipart(0).unwrap(),
         [format!("{a_at}\0").into_bytes(), b"pong".to_vec()]
     );
+
+    // Dropped: an address that is not IP:PORT, a body over 8192 bytes.
+    // A body of exactly 8192 goes.
+    for (to, body) in [
+        ("localhost:1", "x".to_string()),
+        (a_at.as_str(), "y".repeat(8193)),
+        (a_at.as_str(), "z".repeat(8192)),
+        (a_at.as_str(), "last".to_string()),
+    ] {
+        b.send(to, fabriq::SNDMORE).unwrap();
+        b.send(body.as_str(), 0).unwrap();
+    }
+    assert_eq!(
+        a.recv_multipart(0).unwrap()[1],
+        "z".repeat(8192).into_bytes()
+    );
+    assert_eq!(a.recv_multipart(0).unwrap()[1], b"last");
 }
 
 #[test]
