@@ -350,3 +350,23 @@ fn udp_bind_errors_come_from_bind_and_unbind_closes_the_socket() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[test]
+fn a_full_dish_stops_reading_and_resumes_when_there_is_room() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.set_rcvhwm(2).unwrap();
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    dish.join("g").unwrap();
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.connect(&last_endpoint(&dish)).unwrap();
+    await_udp_path(&radio, &dish, "g");
+    // Twenty datagrams against a queue of two: the rest wait in the
+    // kernel's buffer (not dropped) until the application makes room.
+    for i in 0..20 {
+        radio_send(&radio, "g", &format!("m{i}"));
+    }
+    for i in 0..20 {
+        assert_eq!(recv_group(&dish).1, format!("m{i}"));
+    }
+}
