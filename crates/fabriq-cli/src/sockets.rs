@@ -110,7 +110,8 @@ pub fn attach(
 }
 
 /// A failed bind or connect: a usage error when the endpoint itself is
-/// malformed, a runtime error otherwise (address in use, no permission).
+/// malformed or does not suit the socket type (`udp://` on a SUB), a
+/// runtime error otherwise (address in use, no permission).
 fn endpoint_error(t: &Target, e: Error) -> CliError {
     let detail = describe(e);
     let verb = match t.how {
@@ -118,7 +119,11 @@ fn endpoint_error(t: &Target, e: Error) -> CliError {
         Attach::Connect => "connect to",
     };
     match e {
-        Error::EINVAL | Error::EPROTONOSUPPORT | Error::ENODEV | Error::ENAMETOOLONG => {
+        Error::EINVAL
+        | Error::EPROTONOSUPPORT
+        | Error::ENOCOMPATPROTO
+        | Error::ENODEV
+        | Error::ENAMETOOLONG => {
             let forms = if detail.contains("accepted forms") {
                 String::new()
             } else {

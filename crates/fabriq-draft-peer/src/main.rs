@@ -5,15 +5,17 @@
 //!
 //! ```text
 //! socket TYPE            CLIENT SERVER RADIO DISH GATHER SCATTER
-//!                        CHANNEL                                  -> ok
+//!                        CHANNEL PEER DGRAM                       -> ok
 //! bind ENDPOINT          -> ok LAST_ENDPOINT
 //! connect ENDPOINT       -> ok
+//! connect_peer ENDPOINT  (zmq_connect_peer)                        -> ok ROUTING_ID
 //! join GROUP / leave GROUP                                        -> ok
 //! send BODY [ROUTING_ID|-] [GROUP|-]   (one frame)                 -> ok
 //! sendmore BODY          (a frame with ZMQ_SNDMORE)                -> ok
 //! rcvtimeo MS            (the receive timeout; 5000 at first)      -> ok
 //! recv                   (waits up to the receive timeout)
 //!                        -> msg ROUTING_ID GROUP|- BODY
+//!                        (a NUL byte in BODY is written `\0`)
 //! quit
 //! ```
 //!
@@ -35,6 +37,7 @@ extern "C" {
     fn zmq_connect(s: *mut c_void, ep: *const c_char) -> c_int;
     fn zmq_setsockopt(s: *mut c_void, opt: c_int, v: *const c_void, len: usize) -> c_int;
     fn zmq_getsockopt(s: *mut c_void, opt: c_int, v: *mut c_void, len: *mut usize) -> c_int;
+    fn zmq_connect_peer(s: *mut c_void, ep: *const c_char) -> u32;
     fn zmq_join(s: *mut c_void, group: *const c_char) -> c_int;
     fn zmq_leave(s: *mut c_void, group: *const c_char) -> c_int;
     fn zmq_msg_init(m: *mut Msg) -> c_int;
@@ -59,6 +62,8 @@ const ZMQ_RADIO: c_int = 14;
 const ZMQ_DISH: c_int = 15;
 const ZMQ_GATHER: c_int = 16;
 const ZMQ_SCATTER: c_int = 17;
+const ZMQ_DGRAM: c_int = 18;
+const ZMQ_PEER: c_int = 19;
 const ZMQ_CHANNEL: c_int = 20;
 const ZMQ_LINGER: c_int = 17;
 const ZMQ_RCVTIMEO: c_int = 27;
@@ -72,6 +77,7 @@ fn errno_name(e: c_int) -> String {
         libc_errno::EINVAL => "EINVAL",
         libc_errno::EHOSTUNREACH => "EHOSTUNREACH",
         libc_errno::ENOTSUP => "ENOTSUP",
+        libc_errno::EFAULT => "EFAULT",
         other => return format!("E{other}"),
     };
     name.to_string()
@@ -83,6 +89,7 @@ mod libc_errno {
     pub const EINVAL: i32 = 22;
     pub const EHOSTUNREACH: i32 = 113;
     pub const ENOTSUP: i32 = 95;
+    pub const EFAULT: i32 = 14;
 }
 
 fn failure() -> String {
@@ -129,6 +136,8 @@ fn main() {
                         "GATHER" => ZMQ_GATHER,
                         "SCATTER" => ZMQ_SCATTER,
                         "CHANNEL" => ZMQ_CHANNEL,
+                        "PEER" => ZMQ_PEER,
+                        "DGRAM" => ZMQ_DGRAM,
                         _ => -1,
                     };
                     sock = zmq_socket(ctx, kind);
@@ -161,6 +170,10 @@ fn main() {
                     ok_or_err(zmq_setsockopt(sock, ZMQ_RCVTIMEO, p, 4))
                 }
                 ["connect", ep] => ok_or_err(zmq_connect(sock, cstr(ep).as_ptr())),
+                ["connect_peer", ep] => match zmq_connect_peer(sock, cstr(ep).as_ptr()) {
+                    0 => failure(),
+                    id => format!("ok {id}"),
+                },
                 ["join", g] => ok_or_err(zmq_join(sock, cstr(g).as_ptr())),
                 ["leave", g] => ok_or_err(zmq_leave(sock, cstr(g).as_ptr())),
                 ["send", body, rest @ ..] | ["sendmore", body, rest @ ..] => {
@@ -205,7 +218,7 @@ fn main() {
                             "msg {} {} {}",
                             zmq_msg_routing_id(&mut m),
                             group,
-                            String::from_utf8_lossy(data)
+                            String::from_utf8_lossy(data).replace('\0', "\\0")
                         )
                     };
                     zmq_msg_close(&mut m);

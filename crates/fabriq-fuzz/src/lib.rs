@@ -260,6 +260,7 @@ fn peer_type(t: SocketType) -> SocketType {
         Channel => Channel,
         // Not a ZMTP type (not in SocketType::ALL): it has no ZMTP peer.
         Stream => unreachable!("STREAM speaks no ZMTP"),
+        Dgram => unreachable!("DGRAM speaks no ZMTP"),
     }
 }
 

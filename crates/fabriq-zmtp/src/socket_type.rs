@@ -53,6 +53,10 @@ pub enum SocketType {
     /// Raw TCP (libzmq's `ZMQ_STREAM`): speaks no ZMTP, so it never takes
     /// part in a handshake and is not in [`SocketType::ALL`].
     Stream,
+    /// Draft: raw UDP datagrams (libzmq's `ZMQ_DGRAM`), each message
+    /// `[address, body]`; speaks no ZMTP either, so it is not in
+    /// [`SocketType::ALL`].
+    Dgram,
 }
 
 impl SocketType {
@@ -95,6 +99,7 @@ impl SocketType {
             SocketType::XPub => "XPUB",
             SocketType::XSub => "XSUB",
             SocketType::Stream => "STREAM",
+            SocketType::Dgram => "DGRAM",
             SocketType::Server => "SERVER",
             SocketType::Client => "CLIENT",
             SocketType::Radio => "RADIO",
@@ -119,6 +124,9 @@ impl SocketType {
     pub fn to_raw(self) -> i32 {
         if self == SocketType::Stream {
             return 11; // ZMQ_STREAM
+        }
+        if self == SocketType::Dgram {
+            return 18; // ZMQ_DGRAM
         }
         let i = SocketType::ALL
             .iter()
@@ -177,7 +185,7 @@ impl SocketType {
             Router => matches!(peer, Req | Dealer | Router),
             Pull => peer == Push,
             Push => peer == Pull,
-            Stream => false,
+            Stream | Dgram => false,
             Server => peer == Client,
             Client => peer == Server,
             Radio => peer == Dish,

@@ -16,7 +16,9 @@ use crate::SNDMORE;
 /// a received message.
 pub(crate) fn take_prefix(ty: ZmtpType, frames: &mut fabriq_zmtp::Multipart) -> Option<Bytes> {
     match ty {
-        ZmtpType::Server | ZmtpType::Dish if frames.len() == 2 => Some(frames.remove(0)),
+        ZmtpType::Server | ZmtpType::Peer | ZmtpType::Dish if frames.len() == 2 => {
+            Some(frames.remove(0))
+        }
         _ => None,
     }
 }
@@ -24,7 +26,7 @@ pub(crate) fn take_prefix(ty: ZmtpType, frames: &mut fabriq_zmtp::Multipart) -> 
 /// Puts a prefix taken by [`take_prefix`] on the received message.
 pub(crate) fn apply_prefix(ty: ZmtpType, msg: &mut Message, prefix: Bytes) {
     match ty {
-        ZmtpType::Server => {
+        ZmtpType::Server | ZmtpType::Peer => {
             if let Some(id) = parse_routing_id(&prefix) {
                 msg.set_routing_id_raw(id);
             }
@@ -46,9 +48,12 @@ impl Socket {
             );
         }
         match ty {
-            ZmtpType::Server => {
+            ZmtpType::Server | ZmtpType::Peer => {
                 let Some(id) = msg.routing_id() else {
-                    return err(Error::EHOSTUNREACH, "SERVER: the message has no routing id");
+                    return err(
+                        Error::EHOSTUNREACH,
+                        format!("{ty}: the message has no routing id"),
+                    );
                 };
                 self.send_frame(routing_id_frame(id), flags | SNDMORE)?;
                 self.send_frame(msg.into_bytes(), flags)
@@ -60,6 +65,68 @@ impl Socket {
             }
             _ => self.send_frame(msg.into_bytes(), flags),
         }
+    }
+
+    /// Sends one frame on a DGRAM socket, whose messages are exactly two
+    /// frames (as libzmq's `dgram_t`): the address with `SNDMORE`, then
+    /// the body without it; anything else is EINVAL.
+    pub(crate) fn send_dgram(&self, msg: Message, flags: i32) -> Result<()> {
+        let first = !self.core().sending;
+        let more = flags & SNDMORE != 0;
+        if first && !more {
+            return err(
+                Error::EINVAL,
+                "DGRAM: the first frame is the address and needs SNDMORE",
+            );
+        }
+        if !first && more {
+            return err(
+                Error::EINVAL,
+                "DGRAM: a message is two frames, address and body",
+            );
+        }
+        self.send_frame(msg.into_bytes(), flags)
+    }
+
+    /// PEER (draft): connects to `endpoint` and returns the routing id of
+    /// the new peer, to address messages to it (libzmq's
+    /// `zmq_connect_peer`). The pipe exists from now on, so messages sent
+    /// to it queue until the connection is up. `ENOTSUP` on other socket
+    /// types; `EFAULT` with `IMMEDIATE` set (as libzmq: there is no peer
+    /// to name until the connection is made).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let peer = ctx.socket(fabriq::PEER).unwrap();
+    /// // Nobody listens there yet: the routing id is given at once.
+    /// let id = peer.connect_peer("tcp://127.0.0.1:5599").unwrap();
+    /// assert_ne!(id, 0);
+    /// peer.set_immediate(true).unwrap();
+    /// assert_eq!(
+    ///     peer.connect_peer("tcp://127.0.0.1:5599"),
+    ///     Err(fabriq::Error::EFAULT)
+    /// );
+    /// ```
+    ///
+    /// [`crate::SocketType::PEER`] has an exchange both ways.
+    pub fn connect_peer(&self, endpoint: &str) -> Result<u32> {
+        if self.zmtp_type() != ZmtpType::Peer {
+            return err(Error::ENOTSUP, "connect_peer is for PEER sockets only");
+        }
+        if self.core().opts.immediate {
+            return err(
+                Error::EFAULT,
+                "connect_peer cannot work with IMMEDIATE set (as libzmq)",
+            );
+        }
+        self.connect(endpoint)?;
+        let core = self.core();
+        core.last_routing_id().ok_or_else(|| {
+            crate::error::fail(
+                Error::EFAULT,
+                "connect_peer: the new peer has no routing id",
+            )
+        })
     }
 
     /// DISH (draft): receive the messages RADIOs send to `group`

@@ -15,6 +15,9 @@ pub(crate) enum Endpoint {
     Inproc(String),
     /// An endpoint a transport carries (`tcp://`, `ipc://`, ...).
     Io(Address),
+    /// `udp://`: datagrams for RADIO, DISH and DGRAM (no connections, so
+    /// not a [`transport::Transport`]; see `transport/udp.rs`).
+    Udp(transport::udp::UdpAddress),
 }
 
 impl fmt::Debug for Endpoint {
@@ -22,6 +25,7 @@ impl fmt::Debug for Endpoint {
         match self {
             Endpoint::Inproc(name) => write!(f, "inproc://{name}"),
             Endpoint::Io(a) => a.fmt(f),
+            Endpoint::Udp(a) => write!(f, "udp://{}", a.text),
         }
     }
 }
@@ -29,7 +33,8 @@ impl fmt::Debug for Endpoint {
 pub(crate) use crate::transport::Role;
 
 const ACCEPTED: &str = "accepted forms: tcp://HOST:PORT, tcp://*:*, ipc://PATH, ipc://@NAME, \
-                        ipc://*, inproc://NAME, ofi+PROVIDER://HOST:PORT, ofi://HOST:PORT";
+                        ipc://*, inproc://NAME, ofi+PROVIDER://HOST:PORT, ofi://HOST:PORT, \
+                        udp://HOST:PORT (RADIO, DISH, DGRAM)";
 
 impl Endpoint {
     /// Parses `text`, returning `EINVAL` (malformed) or `EPROTONOSUPPORT`
@@ -50,6 +55,9 @@ impl Endpoint {
             }
             return Ok(Endpoint::Inproc(rest.to_string()));
         }
+        if scheme == "udp" {
+            return Ok(Endpoint::Udp(transport::udp::parse(rest, role)?));
+        }
         if let Some(transport) = transport::lookup(scheme) {
             let address = Address {
                 transport,
@@ -60,7 +68,7 @@ impl Endpoint {
             return Ok(Endpoint::Io(address));
         }
         match scheme {
-            "pgm" | "epgm" | "norm" | "vmci" | "udp" | "tipc" | "ws" | "wss" => err(
+            "pgm" | "epgm" | "norm" | "vmci" | "tipc" | "ws" | "wss" => err(
                 Error::EPROTONOSUPPORT,
                 format!("transport {scheme}:// is not supported by fabriq; {ACCEPTED}"),
             ),
@@ -80,6 +88,7 @@ mod tests {
         match e {
             Endpoint::Inproc(name) => format!("inproc {name}"),
             Endpoint::Io(a) => format!("{} {}", a.scheme, a.address),
+            Endpoint::Udp(a) => format!("udp {}", a.text),
         }
     }
 

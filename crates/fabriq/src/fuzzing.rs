@@ -22,5 +22,6 @@ pub fn parse_endpoint(text: &str, bind: bool) -> crate::Result<(String, String)>
     Ok(match Endpoint::parse(text, role)? {
         Endpoint::Inproc(name) => ("inproc".to_string(), name),
         Endpoint::Io(address) => (address.scheme, address.address),
+        Endpoint::Udp(address) => ("udp".to_string(), address.text),
     })
 }

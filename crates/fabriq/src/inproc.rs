@@ -195,6 +195,7 @@ pub(crate) fn connect(
         peer: PeerMeta {
             identity: binder_identity,
             metadata: None,
+            all_groups: false,
         },
     };
     let theirs = PipeEnd {
@@ -205,6 +206,7 @@ pub(crate) fn connect(
         peer: PeerMeta {
             identity: opts.identity.clone(),
             metadata: None,
+            all_groups: false,
         },
     };
     // Forget pipes both sockets have dropped, then remember this one.
@@ -254,6 +256,7 @@ pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option
     let anonymous = PeerMeta {
         identity: Default::default(),
         metadata: None,
+        all_groups: false,
     };
     socket.attach(PipeEnd {
         id: next_pipe_id(),

@@ -141,6 +141,48 @@ pub enum SocketType {
     SCATTER,
     /// Draft (extra): single-part exclusive pair.
     CHANNEL,
+    /// Draft (extra): SERVER's routing in both directions, plus
+    /// [`Socket::connect_peer`], which connects and returns the new peer's
+    /// routing id. Talks to PEERs only.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let a = ctx.socket(fabriq::PEER).unwrap();
+    /// a.set_rcvtimeo(5000).unwrap();
+    /// a.bind("tcp://127.0.0.1:*").unwrap();
+    /// let endpoint = a.get_last_endpoint().unwrap().unwrap();
+    /// let b = ctx.socket(fabriq::PEER).unwrap();
+    /// b.set_rcvtimeo(5000).unwrap();
+    /// let to_a = b.connect_peer(&endpoint).unwrap();
+    /// let mut hello = fabriq::Message::from("hello");
+    /// hello.set_routing_id(to_a).unwrap();
+    /// b.send(hello, 0).unwrap();
+    /// let got = a.recv_msg(0).unwrap();
+    /// let mut reply = fabriq::Message::from("hi");
+    /// reply.set_routing_id(got.routing_id().unwrap()).unwrap();
+    /// a.send(reply, 0).unwrap();
+    /// assert_eq!(&b.recv_msg(0).unwrap()[..], b"hi");
+    /// ```
+    PEER,
+    /// Draft (extra): raw UDP datagrams over `udp://` (bind only). Each
+    /// message is two frames, the peer's `"IP:PORT"` and the body; a send
+    /// gives the address frame with `SNDMORE`. See docs/api.md.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let a = ctx.socket(fabriq::DGRAM).unwrap();
+    /// a.set_rcvtimeo(5000).unwrap();
+    /// a.bind("udp://127.0.0.1:0").unwrap();
+    /// let at = a.get_last_endpoint().unwrap().unwrap();
+    /// let b = ctx.socket(fabriq::DGRAM).unwrap();
+    /// b.bind("udp://127.0.0.1:0").unwrap();
+    /// b.send(&at["udp://".len()..], fabriq::SNDMORE).unwrap();
+    /// b.send("ping", 0).unwrap();
+    /// let from = a.recv_bytes(0).unwrap();
+    /// assert!(from.starts_with(b"127.0.0.1:"));
+    /// assert_eq!(a.recv_bytes(0).unwrap(), b"ping");
+    /// ```
+    DGRAM,
 }
 
 pub use SocketType::*;
@@ -167,6 +209,8 @@ impl SocketType {
             GATHER => Z::Gather,
             SCATTER => Z::Scatter,
             CHANNEL => Z::Channel,
+            PEER => Z::Peer,
+            DGRAM => Z::Dgram,
             STREAM => Z::Stream,
         })
     }
@@ -195,9 +239,8 @@ impl From<fabriq_zmtp::SocketType> for SocketType {
             Z::Gather => GATHER,
             Z::Scatter => SCATTER,
             Z::Channel => CHANNEL,
-            // Never made: fabriq has no PEER socket (Context::socket
-            // cannot ask for one).
-            Z::Peer => SERVER,
+            Z::Peer => PEER,
+            Z::Dgram => DGRAM,
         }
     }
 }

@@ -443,6 +443,9 @@ pub(crate) struct PeerMeta {
     pub identity: Bytes,
     /// For `Message::gets`.
     pub metadata: Option<Arc<Metadata>>,
+    /// The peer takes every group (a RADIO's `udp://` pipe: DISHes on
+    /// the far side filter, as libzmq's `subscribe_to_all`).
+    pub all_groups: bool,
 }
 
 /// The socket's end of a pipe.

@@ -65,12 +65,18 @@ pub(crate) struct Core {
     prefetched: Option<Received>,
     /// Frames of the message being sent (SNDMORE so far).
     outbox: Multipart,
-    sending: bool,
+    /// A message is being sent: its first frame went with SNDMORE.
+    pub(crate) sending: bool,
     last_endpoint: String,
     endpoints: Endpoints,
 }
 
 impl Core {
+    /// The routing id PEER gave its newest pipe, for `connect_peer`.
+    pub(crate) fn last_routing_id(&self) -> Option<u32> {
+        self.pattern.last_routing_id()
+    }
+
     /// DISH's join/leave, for `draft.rs`.
     pub(crate) fn pattern_join(&mut self, group: &[u8], join: bool) -> Result<()> {
         self.pattern.join(group, join)
@@ -120,6 +126,9 @@ where
         let msg = self.into();
         if socket.shared.socket_type.is_draft() {
             return socket.send_draft(msg, flags);
+        }
+        if socket.shared.socket_type == ZmtpType::Dgram {
+            return socket.send_dgram(msg, flags);
         }
         socket.send_frame(msg.into_bytes(), flags)
     }
@@ -413,6 +422,10 @@ impl Socket {
                     Attachment::InprocBind { name: name.clone() },
                 )
             }
+            Endpoint::Udp(address) => {
+                let (text, token, io) = self.open_udp(&mut core, address, Role::Bind)?;
+                (text, Attachment::Listener { io, token })
+            }
             Endpoint::Io(address) => {
                 let (io, reactor) = self.ctx.reactor()?;
                 let result = reactor.listen(address, &self.shared, &core.opts);
@@ -470,6 +483,10 @@ impl Socket {
                 let Core { pattern, opts, .. } = core;
                 pattern.attach(pipe, opts);
                 Attachment::InprocConnect { pipe: id }
+            }
+            Endpoint::Udp(address) => {
+                let (_, token, io) = self.open_udp(core, address, Role::Connect)?;
+                Attachment::Session { io, token }
             }
             Endpoint::Io(address) => {
                 let (io, reactor) = self.ctx.reactor()?;
@@ -602,8 +619,87 @@ impl Socket {
 
     // ---- options -------------------------------------------------------
 
+    /// Opens a `udp://` endpoint (as libzmq: RADIO connects, DISH and
+    /// DGRAM bind; ENOCOMPATPROTO otherwise), hands it to an I/O thread
+    /// and attaches its pipe. Returns `LAST_ENDPOINT`'s text (an ephemeral
+    /// port filled in), the token and the I/O thread.
+    fn open_udp(
+        &self,
+        core: &mut Core,
+        address: &crate::transport::udp::UdpAddress,
+        role: Role,
+    ) -> Result<(String, usize, usize)> {
+        use crate::reactor::Framing;
+        use crate::transport::udp::{self, Directions};
+        let ty = self.shared.socket_type;
+        let address = &udp::resolve(address)?;
+        let (framing, dirs) = match (ty, role) {
+            (ZmtpType::Radio, Role::Connect) => (
+                Framing::Groups {
+                    target: address.target,
+                },
+                Directions {
+                    send: true,
+                    recv: false,
+                },
+            ),
+            (ZmtpType::Dish, Role::Bind) => (
+                Framing::Groups {
+                    target: address.target,
+                },
+                Directions {
+                    send: false,
+                    recv: true,
+                },
+            ),
+            (ZmtpType::Dgram, Role::Bind) => (
+                Framing::Raw,
+                Directions {
+                    send: true,
+                    recv: true,
+                },
+            ),
+            _ => {
+                let verb = if role == Role::Bind {
+                    "bind"
+                } else {
+                    "connect"
+                };
+                return err(
+                    Error::ENOCOMPATPROTO,
+                    format!(
+                        "{ty} sockets cannot {verb} udp://; udp is for RADIO (connect), \
+                         DISH and DGRAM (bind) sockets (accepted forms: udp://HOST:PORT, \
+                         udp://IFACE;GROUP:PORT)"
+                    ),
+                );
+            }
+        };
+        let socket = udp::open(address, dirs, core.opts.multicast_hops).map_err(|e| {
+            crate::error::fail(Error::from_io(&e), format!("udp://{}: {e}", address.text))
+        })?;
+        let mut text = format!("udp://{}", address.text);
+        if role == Role::Bind && address.bind.port() == 0 {
+            if let Ok(std::net::SocketAddr::V4(local)) = socket.local_addr() {
+                let host = address.text.rsplit_once(':').map_or("", |(h, _)| h);
+                text = format!("udp://{host}:{}", local.port());
+            }
+        }
+        let (io, reactor) = self.ctx.reactor()?;
+        let (token, pipe) = reactor.udp(socket, &self.shared, &core.opts, framing, dirs);
+        let Core { pattern, opts, .. } = core;
+        pattern.attach(pipe, opts);
+        Ok((text, token, io))
+    }
+
     /// STREAM sockets carry raw bytes over tcp and ipc connections only.
     fn check_stream_transport(&self, parsed: &Endpoint) -> Result<()> {
+        if self.shared.socket_type == ZmtpType::Dgram && !matches!(parsed, Endpoint::Udp(_)) {
+            return err(
+                Error::ENOCOMPATPROTO,
+                "DGRAM sockets work over udp:// only (bind udp://HOST:PORT)",
+            );
+        }
         if self.shared.socket_type != ZmtpType::Stream {
             return Ok(());
         }

@@ -10,6 +10,8 @@
 //!   match, not a prefix); a full peer misses it. On pipes a message is
 //!   `[group, body]`, which is also how libzmq's `radio_session_t` frames
 //!   it on the wire (the group frame with MORE, then the body).
+//! - RADIO over `udp://`: the pipe to the udp socket takes every group
+//!   (`PeerMeta::all_groups`); DISHes filter on receive, as in libzmq.
 //! - DISH: joins and leaves groups (pipes carry them as `Item::Subscribe`
 //!   / `Item::Cancel`, the engine writes JOIN / LEAVE commands); receives
 //!   `[group, body]` and keeps only the groups it joined.
@@ -78,6 +80,8 @@ pub(crate) struct Server {
     id_of: HashMap<PipeId, u32>,
     next_id: u32,
     target: Option<PipeId>,
+    /// The id given by the last `attach`.
+    last_id: Option<u32>,
 }
 
 impl Server {
@@ -92,6 +96,7 @@ impl Server {
             id_of: HashMap::new(),
             next_id: seed,
             target: None,
+            last_id: None,
         }
     }
 }
@@ -116,7 +121,12 @@ impl Pattern for Server {
         };
         self.by_id.insert(id, pipe.id);
         self.id_of.insert(pipe.id, id);
+        self.last_id = Some(id);
         self.pipes.push(pipe);
+    }
+
+    fn last_routing_id(&self) -> Option<u32> {
+        self.last_id
     }
 
     fn prune(&mut self, _: &Options) {
@@ -191,6 +201,8 @@ impl Pattern for Server {
 pub(crate) struct Radio {
     pipes: Pipes,
     groups: HashMap<PipeId, HashSet<Bytes>>,
+    /// Pipes that take every group (`udp://`: the DISHes filter).
+    all_groups: HashSet<PipeId>,
 }
 
 impl Radio {
@@ -219,6 +231,9 @@ impl Radio {
 
 impl Pattern for Radio {
     fn attach(&mut self, pipe: PipeEnd, _: &Options) {
+        if pipe.peer.all_groups {
+            self.all_groups.insert(pipe.id);
+        }
         self.groups.insert(pipe.id, HashSet::new());
         self.pipes.push(pipe);
     }
@@ -226,6 +241,7 @@ impl Pattern for Radio {
     fn prune(&mut self, _: &Options) {
         for dead in self.pipes.prune() {
             self.groups.remove(&dead.id);
+            self.all_groups.remove(&dead.id);
         }
     }
 
@@ -239,7 +255,8 @@ impl Pattern for Radio {
             return Ok(());
         };
         for pipe in &self.pipes.list {
-            let joined = self.groups.get(&pipe.id).is_some_and(|g| g.contains(group));
+            let joined = self.all_groups.contains(&pipe.id)
+                || self.groups.get(&pipe.id).is_some_and(|g| g.contains(group));
             if joined && pipe.tx.has_room() {
                 pipe.tx.push(Item::Msg(msg.clone()));
             }

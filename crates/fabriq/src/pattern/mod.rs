@@ -63,6 +63,12 @@ pub(crate) trait Pattern: Send {
         err(Error::ENOTSUP, "join/leave are for DISH sockets only")
     }
 
+    /// The routing id given to the newest pipe (SERVER, PEER), for
+    /// PEER's `connect_peer`.
+    fn last_routing_id(&self) -> Option<u32> {
+        None
+    }
+
     /// Closes every pipe (the socket is closing).
     fn close_all(&mut self);
 }
@@ -98,6 +104,9 @@ pub(crate) fn for_type(socket_type: SocketType) -> Box<dyn Pattern> {
         SocketType::Channel => Box::new(draft::SinglePart(pair::Pair::default())),
         SocketType::Radio => Box::new(draft::Radio::default()),
         SocketType::Dish => Box::new(draft::Dish::default()),
+        // DGRAM: one pipe (its udp socket), two-frame messages; libzmq's
+        // dgram_t keeps the first pipe and refuses others, as PAIR does.
+        SocketType::Dgram => Box::new(pair::Pair::default()),
     }
 }
 
@@ -427,6 +436,7 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
             peer: PeerMeta {
                 identity: Bytes::new(),
                 metadata: None,
+                all_groups: false,
             },
             peer_io: None,
         });

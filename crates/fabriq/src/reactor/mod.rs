@@ -20,6 +20,10 @@ mod raw;
 mod session;
 #[cfg(test)]
 mod tests;
+mod udp;
+
+pub(crate) use udp::Framing;
+use udp::UdpEngine;
 
 use engine::Link;
 
@@ -61,6 +65,8 @@ enum Cmd {
         data_path: DataPath,
     },
     Connect(Box<Session>),
+    /// A `udp://` socket and its pipe.
+    Udp(usize, Box<UdpEngine>),
     Unbind(usize),
     /// A session to end, and who to tell once it has.
     Disconnect(usize, std::sync::mpsc::Sender<()>),
@@ -299,6 +305,32 @@ impl Reactor {
         Ok((token, socket_end))
     }
 
+    /// Hands a bound (or, for a sender, unbound) udp socket to the I/O
+    /// thread; returns its token and the socket's end of its pipe, which
+    /// takes every RADIO group (DISHes filter).
+    pub(crate) fn udp(
+        &self,
+        udp_socket: std::net::UdpSocket,
+        socket: &Arc<Mailbox>,
+        opts: &Options,
+        framing: Framing,
+        dirs: crate::transport::udp::Directions,
+    ) -> (usize, PipeEnd) {
+        let token = next_token();
+        let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
+        let peer = PeerMeta {
+            identity: Default::default(),
+            metadata: None,
+            all_groups: true,
+        };
+        let (socket_end, engine_end) = make_pipe(&link, socket, opts, Some(peer));
+        let engine = UdpEngine::new(udp_socket, engine_end, link, socket.clone(), framing, dirs);
+        self.shared.posted.fetch_add(1, Ordering::AcqRel);
+        self.shared
+            .post(|inbox| inbox.cmds.push(Cmd::Udp(token, Box::new(engine))));
+        (token, socket_end)
+    }
+
     pub(crate) fn unbind(&self, token: usize) {
         self.shared
             .post(|inbox| inbox.cmds.push(Cmd::Unbind(token)));
@@ -370,6 +402,7 @@ pub(super) fn make_pipe(
     let peer = peer.unwrap_or(PeerMeta {
         identity: Default::default(),
         metadata: None,
+        all_groups: false,
     });
     let socket_end = PipeEnd {
         id: crate::pipe::next_pipe_id(),
@@ -405,6 +438,8 @@ struct EventLoop {
     shared: Arc<Shared>,
     listeners: HashMap<usize, ListenerEntry>,
     sessions: HashMap<usize, Session>,
+    /// `udp://` sockets.
+    udp: HashMap<usize, UdpEngine>,
     /// Sources that serve many sessions (see `transport::Demux`).
     shared_sources: SharedSources,
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
@@ -426,6 +461,7 @@ impl EventLoop {
             shared,
             listeners: HashMap::new(),
             sessions: HashMap::new(),
+            udp: HashMap::new(),
             shared_sources: SharedSources::default(),
             timers: BinaryHeap::new(),
             shutting_down: false,
@@ -456,7 +492,7 @@ impl EventLoop {
             if self.turn(timeout) {
                 break;
             }
-            let live = self.sessions.len() + self.listeners.len();
+            let live = self.sessions.len() + self.listeners.len() + self.udp.len();
             self.shared.live.store(live, Ordering::Release);
             self.shared.taken.store(self.taken, Ordering::Release);
         }
@@ -510,6 +546,8 @@ impl EventLoop {
             let mut fanned_out = std::mem::take(&mut self.fanned_out);
             if self.listeners.contains_key(&token) {
                 self.accept(token, now);
+            } else if self.udp.contains_key(&token) {
+                self.drive(token, now);
             } else if self
                 .shared_sources
                 .take_ready(event.token(), &mut fanned_out)
@@ -577,9 +615,20 @@ impl EventLoop {
                 self.sessions.insert(token, *session);
                 self.drive(token, now);
             }
+            Cmd::Udp(token, mut engine) => {
+                self.taken += 1;
+                if let Err(e) = engine.register(self.poll.registry(), Token(token)) {
+                    tracing::error!("cannot register a udp socket: {e}");
+                    engine.close();
+                    return;
+                }
+                self.udp.insert(token, *engine);
+                self.drive(token, now);
+            }
             Cmd::Unbind(token) => self.unbind(token),
             Cmd::Disconnect(token, done) => {
                 self.remove_session(token);
+                self.remove_udp(token);
                 let _ = done.send(());
             }
             Cmd::CloseSocket {
@@ -615,6 +664,7 @@ impl EventLoop {
 
     /// Stops a listener and ends the connections it accepted.
     fn unbind(&mut self, token: usize) {
+        self.remove_udp(token);
         if let Some(mut l) = self.listeners.remove(&token) {
             l.listener.deregister(self.poll.registry());
             // As libzmq: CLOSED once the endpoint is free (the fd closed
@@ -656,6 +706,15 @@ impl EventLoop {
                 drop(l);
                 socket.monitor.emit(Event::Closed, value, &text);
             }
+        }
+        let udp: Vec<usize> = self
+            .udp
+            .iter()
+            .filter(|(_, u)| u.owner.id == socket)
+            .map(|(t, _)| *t)
+            .collect();
+        for t in udp {
+            self.remove_udp(t);
         }
         let deadline = match linger {
             -1 => None,
@@ -741,9 +800,14 @@ impl EventLoop {
         self.drive(token, now);
     }
 
-    /// Runs a session and applies what it asks for.
+    /// Runs a session (or udp socket) and applies what it asks for.
     fn drive(&mut self, token: usize, now: Instant) {
         let Some(session) = self.sessions.get_mut(&token) else {
+            if let Some(u) = self.udp.get_mut(&token) {
+                if !u.drive() {
+                    self.remove_udp(token);
+                }
+            }
             return;
         };
         let mut poller = Poller {
@@ -761,6 +825,13 @@ impl EventLoop {
                 self.shared.post(|inbox| inbox.ready.push(token));
             }
             session::Outcome::Remove => self.remove_session(token),
+        }
+    }
+
+    fn remove_udp(&mut self, token: usize) {
+        if let Some(mut u) = self.udp.remove(&token) {
+            u.deregister(self.poll.registry());
+            u.close();
         }
     }
 
@@ -794,6 +865,10 @@ impl EventLoop {
     fn close_listeners(&mut self) {
         for (_, mut l) in self.listeners.drain() {
             l.listener.deregister(self.poll.registry());
+        }
+        for (_, mut u) in self.udp.drain() {
+            u.deregister(self.poll.registry());
+            u.close();
         }
     }
 }

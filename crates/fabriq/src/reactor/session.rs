@@ -383,6 +383,7 @@ impl Session {
                 properties: crate::zap::message_properties(&peer),
                 peer_address: Some(engine.peer_address()),
             })),
+            all_groups: false,
         };
         if self.pipe.is_none() && self.linger.is_none() {
             let (socket_end, session_end) =

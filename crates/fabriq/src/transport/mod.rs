@@ -23,6 +23,7 @@ pub(crate) mod mem;
 pub(crate) mod ofi;
 mod socks;
 pub(crate) mod tcp;
+pub(crate) mod udp;
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -1,0 +1,372 @@
+//! The rest of libzmq's draft API on fabriq, fabriq on both sides:
+//! RADIO / DISH over `udp://` (unicast and loopback multicast), DGRAM,
+//! and PEER with `connect_peer`; bad datagrams and bad udp endpoints.
+//! (The interop tests against a draft-built libzmq are in
+//! crates/fabriq-draft-peer.)
+//!
+//! Traffic stays on 127.0.0.1 (and, for multicast, the loopback
+//! interface). UDP may lose datagrams, so every test first waits, within a
+//! deadline, until a probe has gone through; after that, on loopback with
+//! a ready receiver and a handful of messages, delivery and order hold.
+//! Every wait is bounded (5 s receive timeouts, deadlines on the probes).
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use fabriq::{Context, Error, Message, Socket, SocketType};
+
+const TIMEOUT_MS: i32 = 5000;
+
+fn sock(ctx: &Context, ty: SocketType) -> Socket {
+    let s = ctx.socket(ty).unwrap();
+    s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    s.set_sndtimeo(TIMEOUT_MS).unwrap();
+    s.set_linger(0).unwrap();
+    s
+}
+
+fn last_endpoint(s: &Socket) -> String {
+    s.get_last_endpoint().unwrap().unwrap()
+}
+
+fn radio_send(radio: &Socket, group: &str, body: &str) {
+    let mut m = Message::from(body);
+    m.set_group(group).unwrap();
+    radio.send(m, 0).unwrap();
+}
+
+/// Sends `probe` to `group` until the DISH receives one (UDP: the first
+/// may be lost, and the I/O thread may not have registered the sockets
+/// yet), then drains what else came.
+fn await_udp_path(radio: &Socket, dish: &Socket, group: &str) {
+    dish.set_rcvtimeo(50).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "no probe reached the DISH");
+        radio_send(radio, group, "probe");
+        if let Ok(m) = dish.recv_msg(0) {
+            assert_eq!(&m[..], b"probe");
+            break;
+        }
+    }
+    while dish.recv_msg(0).is_ok() {}
+    dish.set_rcvtimeo(TIMEOUT_MS).unwrap();
+}
+
+fn recv_group(dish: &Socket) -> (String, String) {
+    let m = dish.recv_msg(0).unwrap();
+    (
+        m.group().unwrap_or("").to_string(),
+        String::from_utf8(m.to_vec()).unwrap(),
+    )
+}
+
+#[test]
+fn udp_radio_dish_unicast_filters_groups_join_and_leave() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&dish);
+    assert!(ep.starts_with("udp://127.0.0.1:"), "{ep}");
+    assert!(!ep.ends_with(":0") && !ep.ends_with(":*"), "{ep}");
+    dish.join("tv").unwrap();
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.connect(&ep).unwrap();
+    await_udp_path(&radio, &dish, "tv");
+
+    // Not joined: filtered on receive (the RADIO sends every group).
+    radio_send(&radio, "radio", "no");
+    radio_send(&radio, "tv", "one");
+    assert_eq!(recv_group(&dish), ("tv".into(), "one".into()));
+
+    dish.join("radio").unwrap();
+    radio_send(&radio, "radio", "two");
+    dish.leave("tv").unwrap();
+    radio_send(&radio, "tv", "no");
+    radio_send(&radio, "radio", "three");
+    assert_eq!(recv_group(&dish), ("radio".into(), "two".into()));
+    assert_eq!(recv_group(&dish), ("radio".into(), "three".into()));
+    dish.set_rcvtimeo(100).unwrap();
+    assert_eq!(dish.recv_msg(0).err(), Some(Error::EAGAIN));
+}
+
+#[test]
+fn udp_radio_dish_multicast_on_loopback() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    // Join 239.0.0.1 on the loopback interface, on an ephemeral port.
+    dish.bind("udp://127.0.0.1;239.0.0.1:*").unwrap();
+    let ep = last_endpoint(&dish);
+    let port = ep.rsplit(':').next().unwrap().to_string();
+    dish.join("mc").unwrap();
+    let radio = sock(&ctx, fabriq::RADIO);
+    // Send to the group through the loopback interface.
+    radio
+        .connect(&format!("udp://127.0.0.1;239.0.0.1:{port}"))
+        .unwrap();
+    await_udp_path(&radio, &dish, "mc");
+    radio_send(&radio, "other", "no");
+    radio_send(&radio, "mc", "hello");
+    assert_eq!(recv_group(&dish), ("mc".into(), "hello".into()));
+}
+
+#[test]
+fn udp_radio_drops_a_message_longer_than_a_datagram() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    dish.join("g").unwrap();
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.connect(&last_endpoint(&dish)).unwrap();
+    await_udp_path(&radio, &dish, "g");
+    // 1 + 1 + 8190 = 8192 bytes: the largest datagram; one more is dropped.
+    let fits = "x".repeat(8190);
+    let too_long = "y".repeat(8191);
+    radio_send(&radio, "g", &too_long);
+    radio_send(&radio, "g", &fits);
+    radio_send(&radio, "g", "after");
+    assert_eq!(recv_group(&dish).1, fits);
+    assert_eq!(recv_group(&dish).1, "after");
+}
+
+#[test]
+fn dish_drops_a_datagram_whose_group_runs_past_its_end() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    dish.join("ab").unwrap();
+    let ep = last_endpoint(&dish);
+    let to = &ep["udp://".len()..];
+    let raw = UdpSocket::bind("127.0.0.1:0").unwrap();
+    dish.set_rcvtimeo(50).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "no probe reached the DISH");
+        raw.send_to(b"\x02abprobe", to).unwrap();
+        if dish.recv_msg(0).is_ok() {
+            break;
+        }
+    }
+    while dish.recv_msg(0).is_ok() {}
+    dish.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    // A group length of 200 in a 3-byte datagram, an empty datagram,
+    // then a good one: only the good one arrives.
+    raw.send_to(b"\xc8ab", to).unwrap();
+    raw.send_to(b"", to).unwrap();
+    raw.send_to(b"\x02abgood", to).unwrap();
+    assert_eq!(recv_group(&dish), ("ab".into(), "good".into()));
+    // Longer than 8192 bytes: cut to 8192, as libzmq's 8 KiB read buffer
+    // does.
+    let mut long = b"\x02ab".to_vec();
+    long.resize(9000, b'z');
+    raw.send_to(&long, to).unwrap();
+    let m = dish.recv_msg(0).unwrap();
+    assert_eq!(m.len(), 8192 - 3);
+}
+
+#[test]
+fn dgram_both_directions() {
+    let ctx = Context::new();
+    let a = sock(&ctx, fabriq::DGRAM);
+    a.bind("udp://127.0.0.1:*").unwrap();
+    let a_at = last_endpoint(&a)["udp://".len()..].to_string();
+    let b = sock(&ctx, fabriq::DGRAM);
+    b.bind("udp://127.0.0.1:*").unwrap();
+    let b_at = last_endpoint(&b)["udp://".len()..].to_string();
+
+    a.set_rcvtimeo(50).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let from = loop {
+        assert!(Instant::now() < deadline, "no datagram reached a");
+        b.send(a_at.as_str(), fabriq::SNDMORE).unwrap();
+        b.send("ping", 0).unwrap();
+        if let Ok(from) = a.recv_bytes(0) {
+            assert!(a.get_rcvmore().unwrap());
+            assert_eq!(a.recv_bytes(0).unwrap(), b"ping");
+            assert!(!a.get_rcvmore().unwrap());
+            break from;
+        }
+    };
+    // The address frame is libzmq's: "IP:PORT" and a NUL.
+    assert_eq!(from, format!("{b_at}\0").into_bytes());
+    while a.recv_bytes(0).is_ok() {}
+    a.set_rcvtimeo(TIMEOUT_MS).unwrap();
+
+    // Reply to the address as received.
+    a.send(from, fabriq::SNDMORE).unwrap();
+    a.send("pong", 0).unwrap();
+    assert_eq!(
+        b.recv_multipart(0).unwrap(),
+        [format!("{a_at}\0").into_bytes(), b"pong".to_vec()]
+    );
+
+    // Dropped: an address that is not IP:PORT, a body over 8192 bytes.
+    // A body of exactly 8192 goes.
+    for (to, body) in [
+        ("localhost:1", "x".to_string()),
+        (a_at.as_str(), "y".repeat(8193)),
+        (a_at.as_str(), "z".repeat(8192)),
+        (a_at.as_str(), "last".to_string()),
+    ] {
+        b.send(to, fabriq::SNDMORE).unwrap();
+        b.send(body.as_str(), 0).unwrap();
+    }
+    assert_eq!(
+        a.recv_multipart(0).unwrap()[1],
+        "z".repeat(8192).into_bytes()
+    );
+    assert_eq!(a.recv_multipart(0).unwrap()[1], b"last");
+}
+
+#[test]
+fn dgram_send_rules_and_transports_as_libzmq() {
+    let ctx = Context::new();
+    let d = sock(&ctx, fabriq::DGRAM);
+    d.bind("udp://127.0.0.1:*").unwrap();
+    // The address needs SNDMORE, the body may not have it.
+    assert_eq!(d.send("127.0.0.1:9", 0).err(), Some(Error::EINVAL));
+    d.send("127.0.0.1:9", fabriq::SNDMORE).unwrap();
+    assert_eq!(d.send("x", fabriq::SNDMORE).err(), Some(Error::EINVAL));
+    d.send("x", 0).unwrap();
+    // udp only, and bind only.
+    assert_eq!(
+        d.connect("udp://127.0.0.1:9").err(),
+        Some(Error::ENOCOMPATPROTO)
+    );
+    assert_eq!(
+        d.bind("tcp://127.0.0.1:*").err(),
+        Some(Error::ENOCOMPATPROTO)
+    );
+}
+
+#[test]
+fn udp_endpoints_refused_as_libzmq() {
+    let ctx = Context::new();
+    let radio = sock(&ctx, fabriq::RADIO);
+    let dish = sock(&ctx, fabriq::DISH);
+    let pubs = sock(&ctx, fabriq::PUB);
+    // Which side of udp each type may take.
+    assert_eq!(
+        radio.bind("udp://127.0.0.1:*").err(),
+        Some(Error::ENOCOMPATPROTO)
+    );
+    assert_eq!(
+        dish.connect("udp://127.0.0.1:5555").err(),
+        Some(Error::ENOCOMPATPROTO)
+    );
+    assert_eq!(
+        pubs.connect("udp://127.0.0.1:5555").err(),
+        Some(Error::ENOCOMPATPROTO)
+    );
+    for bad in [
+        "udp://127.0.0.1",
+        "udp://127.0.0.1:port",
+        "udp://127.0.0.1:0",
+        "udp://*:5555",
+        "udp://127.0.0.1;127.0.0.2:5555",
+        "udp://eth0;239.0.0.1:5555",
+        "udp://[::1]:5555",
+    ] {
+        assert_eq!(radio.connect(bad).err(), Some(Error::EINVAL), "{bad}");
+    }
+    assert_eq!(
+        dish.bind("udp://239.0.0.1;239.0.0.2:5555").err(),
+        Some(Error::EINVAL)
+    );
+}
+
+#[test]
+fn peer_connect_peer_routes_both_ways() {
+    let ctx = Context::new();
+    let a = sock(&ctx, fabriq::PEER);
+    a.bind("tcp://127.0.0.1:*").unwrap();
+    let a_ep = last_endpoint(&a);
+    let c = sock(&ctx, fabriq::PEER);
+    c.bind("tcp://127.0.0.1:*").unwrap();
+    let c_ep = last_endpoint(&c);
+
+    let b = sock(&ctx, fabriq::PEER);
+    let to_a = b.connect_peer(&a_ep).unwrap();
+    let to_c = b.connect_peer(&c_ep).unwrap();
+    assert_ne!(to_a, to_c);
+    assert_ne!(to_a, 0);
+
+    for (id, who) in [(to_a, &a), (to_c, &c)] {
+        let mut m = Message::from("hello");
+        m.set_routing_id(id).unwrap();
+        b.send(m, 0).unwrap();
+        let got = who.recv_msg(0).unwrap();
+        assert_eq!(&got[..], b"hello");
+        let mut reply = Message::from("back");
+        reply.set_routing_id(got.routing_id().unwrap()).unwrap();
+        who.send(reply, 0).unwrap();
+        let back = b.recv_msg(0).unwrap();
+        assert_eq!(&back[..], b"back");
+        assert_eq!(back.routing_id(), Some(id));
+    }
+}
+
+#[test]
+fn peer_errors_as_libzmq() {
+    let ctx = Context::new();
+    let p = sock(&ctx, fabriq::PEER);
+    p.set_immediate(true).unwrap();
+    assert_eq!(
+        p.connect_peer("tcp://127.0.0.1:9").err(),
+        Some(Error::EFAULT)
+    );
+    let server = sock(&ctx, fabriq::SERVER);
+    assert_eq!(
+        server.connect_peer("tcp://127.0.0.1:9").err(),
+        Some(Error::ENOTSUP)
+    );
+    let q = sock(&ctx, fabriq::PEER);
+    // Single-part, and a routing id is needed.
+    assert_eq!(q.send("x", 0).err(), Some(Error::EHOSTUNREACH));
+    assert_eq!(q.send("x", fabriq::SNDMORE).err(), Some(Error::EINVAL));
+    let mut m = Message::from("x");
+    m.set_routing_id(12345).unwrap();
+    assert_eq!(q.send(m, 0).err(), Some(Error::EHOSTUNREACH));
+    assert_eq!(q.get_socket_type().unwrap(), fabriq::PEER);
+}
+
+#[test]
+fn udp_bind_errors_come_from_bind_and_unbind_closes_the_socket() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    // Not an address of this host (TEST-NET-1).
+    assert_eq!(
+        dish.bind("udp://192.0.2.1:5555").err(),
+        Some(Error::EADDRNOTAVAIL)
+    );
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&dish);
+    dish.unbind(&ep).unwrap();
+    // Once the I/O thread has closed it, the port is free for a socket
+    // without SO_REUSEADDR.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while UdpSocket::bind(&ep["udp://".len()..]).is_err() {
+        assert!(Instant::now() < deadline, "unbind did not close {ep}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_full_dish_stops_reading_and_resumes_when_there_is_room() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.set_rcvhwm(2).unwrap();
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    dish.join("g").unwrap();
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.connect(&last_endpoint(&dish)).unwrap();
+    await_udp_path(&radio, &dish, "g");
+    // Twenty datagrams against a queue of two: the rest wait in the
+    // kernel's buffer (not dropped) until the application makes room.
+    for i in 0..20 {
+        radio_send(&radio, "g", &format!("m{i}"));
+    }
+    for i in 0..20 {
+        assert_eq!(recv_group(&dish).1, format!("m{i}"));
+    }
+}
