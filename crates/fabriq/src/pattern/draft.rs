@@ -73,7 +73,8 @@ impl<P: Pattern> Pattern for SinglePart<P> {
 }
 
 /// SERVER: routing ids are given to peers as they attach, counting up
-/// from 1 (libzmq starts at a random value; 0 is never used).
+/// from a value taken from the clock (libzmq starts at a random one),
+/// skipping 0 and ids in use.
 pub(crate) struct Server {
     pipes: Pipes,
     by_id: HashMap<u32, PipeId>,
