@@ -1101,3 +1101,270 @@ fn clone_model_two_snapshot_then_updates_without_gaps() {
     let keys: usize = keys.unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!((1..=100).contains(&keys), "{second:#?}");
 }
+
+// The async_* programs: the same zguide examples on tokio with
+// fabriq::asynchronous, run and checked as their synchronous originals,
+// and each against a synchronous peer where the example has one.
+
+#[test]
+fn async_hello_world() {
+    let server = Proc::start(
+        "async_hwserver",
+        &mut example!("async_hwserver"),
+        &["--bind", TCP, "--count", "5", "--work-ms", "0"],
+    );
+    let endpoint = server.bound("");
+    let client = Proc::start(
+        "async_hwclient",
+        &mut example!("async_hwclient"),
+        &["--connect", &endpoint, "--count", "5"],
+    );
+    let out = client.success();
+    let replies = out.lines_starting("Received World ");
+    assert_eq!(replies.len(), 5, "{out:#?}");
+    assert_eq!(replies[4], "Received World 4");
+    let served = server.success();
+    assert_eq!(
+        served.lines_starting("Received Hello").len(),
+        5,
+        "{served:#?}"
+    );
+}
+
+#[test]
+fn async_hello_world_client_against_the_synchronous_server() {
+    let server = Proc::start(
+        "hwserver",
+        &mut example!("hwserver"),
+        &["--bind", "ipc://*", "--count", "3", "--work-ms", "0"],
+    );
+    let endpoint = server.bound("");
+    let out = Proc::start(
+        "async_hwclient",
+        &mut example!("async_hwclient"),
+        &["--connect", &endpoint, "--count", "3"],
+    )
+    .success();
+    assert_eq!(out.lines_starting("Received World ").len(), 3, "{out:#?}");
+    server.success();
+}
+
+#[test]
+fn async_divide_and_conquer() {
+    let sink = Proc::start(
+        "tasksink",
+        &mut example!("tasksink"),
+        &["--bind", TCP, "--tasks", "30"],
+    );
+    let sink_endpoint = sink.bound("");
+    let mut ventilator = Proc::start(
+        "taskvent",
+        &mut example!("taskvent"),
+        &[
+            "--bind",
+            TCP,
+            "--sink",
+            &sink_endpoint,
+            "--tasks",
+            "30",
+            "--max-ms",
+            "5",
+        ],
+    );
+    let tasks = ventilator.bound("");
+    let _workers: Vec<_> = (0..3)
+        .map(|_| {
+            Proc::start(
+                "async_taskwork",
+                &mut example!("async_taskwork"),
+                &["--ventilator", &tasks, "--sink", &sink_endpoint],
+            )
+        })
+        .collect();
+    ventilator.line_where(|l| l.starts_with("Press Enter"));
+    ventilator.send_line("");
+    let vent = ventilator.success();
+    assert_eq!(vent.lines_starting("Total expected cost: ").len(), 1);
+    // The sink exits only once it has all 30 results.
+    let out = sink.success();
+    assert_eq!(out.stdout[0].len(), 30, "one mark per result: {out:#?}");
+    assert_eq!(out.lines_starting("Total elapsed time: ").len(), 1);
+}
+
+#[test]
+fn async_task_worker_stops_after_its_count() {
+    // One worker, five tasks: with --count 5 its stream ends and it exits.
+    let sink = Proc::start(
+        "tasksink",
+        &mut example!("tasksink"),
+        &["--bind", TCP, "--tasks", "5"],
+    );
+    let sink_endpoint = sink.bound("");
+    let mut ventilator = Proc::start(
+        "taskvent",
+        &mut example!("taskvent"),
+        &[
+            "--bind",
+            TCP,
+            "--sink",
+            &sink_endpoint,
+            "--tasks",
+            "5",
+            "--max-ms",
+            "3",
+        ],
+    );
+    let tasks = ventilator.bound("");
+    let worker = Proc::start(
+        "async_taskwork",
+        &mut example!("async_taskwork"),
+        &[
+            "--ventilator",
+            &tasks,
+            "--sink",
+            &sink_endpoint,
+            "--count",
+            "5",
+        ],
+    );
+    ventilator.line_where(|l| l.starts_with("Press Enter"));
+    ventilator.send_line("");
+    ventilator.success();
+    let out = worker.success();
+    assert_eq!(out.stdout[0].matches('.').count(), 5, "{out:#?}");
+    let out = sink.success();
+    assert_eq!(out.stdout[0].len(), 5, "{out:#?}");
+}
+
+#[test]
+fn async_load_balancing_broker() {
+    let out = Proc::start(
+        "async_lbbroker",
+        &mut example!("async_lbbroker"),
+        &[
+            "--frontend",
+            "ipc://*",
+            "--backend",
+            "ipc://*",
+            "--clients",
+            "6",
+            "--workers",
+            "3",
+        ],
+    )
+    .success();
+    let mut clients = out.lines_starting("Client-");
+    clients.sort();
+    let expected: Vec<String> = (0..6).map(|i| format!("Client-{i}: OK")).collect();
+    assert_eq!(clients, expected, "{out:#?}");
+    let served = out.lines_starting("Worker-");
+    assert_eq!(served.len(), 6, "{out:#?}");
+    assert!(served.iter().all(|l| l.ends_with(": HELLO")), "{out:#?}");
+}
+
+#[test]
+fn async_asynchronous_client_server() {
+    let out = Proc::start(
+        "async_asyncsrv",
+        &mut example!("async_asyncsrv"),
+        &[
+            "--bind",
+            TCP,
+            "--clients",
+            "3",
+            "--workers",
+            "2",
+            "--requests",
+            "3",
+            "--replies",
+            "2",
+            "--tick-ms",
+            "1",
+        ],
+    )
+    .success();
+    let done: Vec<_> = out
+        .stdout
+        .iter()
+        .filter(|l| l.ends_with(": done, 6 replies"))
+        .collect();
+    assert_eq!(done.len(), 3, "{out:#?}");
+    // Each reply echoes one of the client's own requests.
+    for line in out.stdout.iter().filter(|l| !l.contains("done")) {
+        assert!(line.contains(": request #"), "{line}");
+    }
+}
+
+#[test]
+fn async_lazy_pirate_survives_a_server_restart() {
+    let first = Proc::start(
+        "lpserver",
+        &mut example!("lpserver"),
+        &["--bind", TCP, "--work-ms", "0", "--crash-at", "4"],
+    );
+    let endpoint = first.bound("");
+    let client = Proc::start(
+        "async_lpclient",
+        &mut example!("async_lpclient"),
+        &[
+            "--connect",
+            &endpoint,
+            "--count",
+            "8",
+            "--timeout-ms",
+            "300",
+            "--retries",
+            "50",
+        ],
+    );
+    let crashed = first.success();
+    assert!(crashed.has_line("I: simulating a crash"), "{crashed:#?}");
+    // A new server on the same port; the client's retries find it.
+    let second = Proc::start(
+        "lpserver",
+        &mut example!("lpserver"),
+        &["--bind", &endpoint, "--work-ms", "0", "--steady"],
+    );
+    assert_eq!(second.bound(""), endpoint);
+    let out = client.success();
+    let ok: Vec<_> = out.lines_starting("I: server replied OK");
+    let expected: Vec<String> = (1..=8)
+        .map(|i| format!("I: server replied OK ({i})"))
+        .collect();
+    assert_eq!(ok, expected, "{out:#?}");
+    assert!(
+        out.has_line("W: no response from server, retrying..."),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn async_lazy_pirate_abandons_a_dead_server() {
+    let server = Proc::start(
+        "lpserver",
+        &mut example!("lpserver"),
+        &["--bind", TCP, "--work-ms", "0", "--crash-at", "2"],
+    );
+    let endpoint = server.bound("");
+    let out = Proc::start(
+        "async_lpclient",
+        &mut example!("async_lpclient"),
+        &[
+            "--connect",
+            &endpoint,
+            "--count",
+            "5",
+            "--timeout-ms",
+            "200",
+            "--retries",
+            "2",
+        ],
+    )
+    .finish();
+    assert!(!out.status.success());
+    assert!(out.has_line("I: server replied OK (1)"), "{out:#?}");
+    assert!(
+        out.has_line("E: server seems to be offline, abandoning"),
+        "{out:#?}"
+    );
+}
