@@ -443,6 +443,15 @@ struct EventLoop {
     /// Sources that serve many sessions (see `transport::Demux`).
     shared_sources: SharedSources,
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Per session, the time of its live entry in `timers`: the earliest
+    /// wake-up asked for and not yet run. An entry of `timers` that is not
+    /// a session's live one is stale and is dropped when it comes up. A
+    /// session asks for its wake-up after every turn, thousands of times a
+    /// second under load and mostly for the same time; without this each
+    /// ask was an entry, and each stale entry that fired drove the session
+    /// again and put a new one in (a heap that grew by one entry per
+    /// turn, forever: see docs/reliability.md, the soak).
+    wake_at: HashMap<usize, Instant>,
     shutting_down: bool,
     /// Whether the last turn moved messages for sockets that woke us.
     was_woken: bool,
@@ -464,6 +473,7 @@ impl EventLoop {
             udp: HashMap::new(),
             shared_sources: SharedSources::default(),
             timers: BinaryHeap::new(),
+            wake_at: HashMap::new(),
             shutting_down: false,
             was_woken: false,
             fanned_out: Vec::new(),
@@ -730,7 +740,7 @@ impl EventLoop {
             if let Some(s) = self.sessions.get_mut(&t) {
                 s.start_linger(deadline);
                 if let Some(d) = deadline {
-                    self.timers.push(Reverse((d, t)));
+                    self.schedule(t, d);
                 }
             }
             self.drive(t, now);
@@ -815,10 +825,13 @@ impl EventLoop {
             shared: &mut self.shared_sources,
         };
         let outcome = session.drive(&mut poller, now, self.shutting_down);
+        let linger = session.linger_deadline();
         match outcome {
             session::Outcome::Keep { wake_at } => {
-                if let Some(t) = wake_at {
-                    self.timers.push(Reverse((t, token)));
+                // A lingering session must also run at its deadline,
+                // whatever its engine waits for.
+                if let Some(t) = wake_at.into_iter().chain(linger).min() {
+                    self.schedule(token, t);
                 }
             }
             session::Outcome::Again => {
@@ -835,7 +848,20 @@ impl EventLoop {
         }
     }
 
+    /// Makes sure session `token` runs at `at` or earlier. A wake-up
+    /// already due no later is enough: that turn asks again for the next.
+    fn schedule(&mut self, token: usize, at: Instant) {
+        match self.wake_at.get(&token) {
+            Some(&t) if t <= at => {}
+            _ => {
+                self.wake_at.insert(token, at);
+                self.timers.push(Reverse((at, token)));
+            }
+        }
+    }
+
     fn remove_session(&mut self, token: usize) {
+        self.wake_at.remove(&token);
         if let Some(mut s) = self.sessions.remove(&token) {
             let mut poller = Poller {
                 registry: self.poll.registry(),
@@ -852,9 +878,14 @@ impl EventLoop {
             }
             self.timers.pop();
             // Timers are not cancelled, only checked: a session drives
-            // itself from its own state, so a stale entry costs one look.
+            // itself from its own state. An entry that is not the
+            // session's live one was superseded by an earlier wake-up,
+            // which ran the session already.
             if self.sessions.contains_key(&token) {
-                self.drive(token, now);
+                if self.wake_at.get(&token) == Some(&t) {
+                    self.wake_at.remove(&token);
+                    self.drive(token, now);
+                }
             } else if let Some(l) = self.listeners.get_mut(&token) {
                 l.retrying = false;
                 self.accept(token, now);

@@ -298,6 +298,11 @@ impl Session {
         }
     }
 
+    /// When a lingering session is let go at the latest.
+    pub(super) fn linger_deadline(&self) -> Option<Instant> {
+        self.linger.flatten()
+    }
+
     /// Ends a lingering session once everything is sent or time is up.
     fn check_linger(&mut self, slot: &Slot, now: Instant, shutting_down: bool) -> Option<Outcome> {
         let deadline = match self.linger {
