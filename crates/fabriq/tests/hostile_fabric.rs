@@ -212,3 +212,305 @@ fn hostile_control_connections_cost_a_good_fabric_peer_nothing() {
     take(MESSAGES);
     assert_eq!(got, MESSAGES);
 }
+
+// --- Hostile peers on the fabric itself ------------------------------------
+//
+// A raw client that does the control handshake properly, with a real
+// libfabric endpoint of its own (the tcp provider), and then breaks the
+// flow control: pages beyond the credits it was granted, a page twice, or,
+// as a receiver, credits beyond the window it granted.
+
+use std::collections::HashMap;
+
+use fabriq_ofi::{Domain, Event, FiAddr, Hints, PagePool, PagedConfig, PagedEndpoint};
+
+/// A fabric endpoint of the test's own, on the tcp provider on loopback.
+struct Rogue {
+    _domain: Domain,
+    pool: PagePool,
+    ep: PagedEndpoint,
+}
+
+impl Rogue {
+    fn open() -> Rogue {
+        let hints = Hints::new()
+            .ep_type(fabriq_ofi::EpType::Rdm)
+            .caps(fabriq_ofi::Caps::MSG)
+            .provider("tcp")
+            .node("127.0.0.1")
+            .source(true);
+        let info = fabriq_ofi::getinfo(&hints)
+            .expect("libfabric's tcp provider")
+            .into_iter()
+            .next()
+            .expect("an RDM endpoint on tcp");
+        let domain = Domain::open_info(&info).expect("fabric and domain");
+        let pool = PagePool::new(&domain, 128, 4096).expect("registered pages");
+        let config = PagedConfig {
+            max_sends: 128,
+            ..PagedConfig::default()
+        };
+        let ep = PagedEndpoint::open(&domain, &info, config).expect("endpoint");
+        Rogue {
+            _domain: domain,
+            pool,
+            ep,
+        }
+    }
+
+    fn address_hex(&self) -> Vec<u8> {
+        let name = self.ep.name().expect("endpoint name");
+        name.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+            .into_bytes()
+    }
+
+    /// Sends one page holding a one-frame message, stamped `id << 32 | seq`.
+    fn send_page(&mut self, dest: FiAddr, id: u32, seq: u32) {
+        let mut page = self.pool.get().expect("a free page");
+        page.fill(&[0x00, 1, b'x']).unwrap();
+        let data = (u64::from(id) << 32) | u64::from(seq);
+        let mut page = Some(page);
+        let until = Instant::now() + LIMIT;
+        while let Some(p) = page.take() {
+            match self.ep.send(p, dest, Some(data), 0) {
+                Ok(()) => {}
+                Err(refused) => {
+                    assert!(Instant::now() < until, "send: {}", refused.error);
+                    page = Some(refused.page);
+                    self.progress();
+                }
+            }
+        }
+    }
+
+    /// Drives the provider (tcp;ofi_rxm makes progress when polled). The
+    /// completions only give the pages back; a failed send is the peer
+    /// having dropped us, which the caller sees on the control connection.
+    fn progress(&mut self) {
+        let mut events: Vec<Event> = Vec::new();
+        let _ = self.ep.poll(&mut events, 64);
+    }
+}
+
+fn read_exact_within(s: &mut TcpStream, buf: &mut [u8]) {
+    s.set_read_timeout(Some(LIMIT)).unwrap();
+    s.read_exact(buf)
+        .expect("fabriq's handshake within the limit");
+}
+
+/// Greets `s` as a NULL peer of `socket_type` announcing the rogue's
+/// fabric endpoint, and returns the properties of fabriq's READY.
+fn handshake(s: &mut TcpStream, socket_type: &[u8], rogue: &Rogue) -> HashMap<String, Vec<u8>> {
+    let address = rogue.address_hex();
+    let hello = [
+        greeting(3, b"NULL"),
+        ready(&[
+            ("Socket-Type", socket_type),
+            ("X-Fabriq-Ofi-Address", &address),
+            ("X-Fabriq-Ofi-Id", b"7"),
+            ("X-Fabriq-Ofi-Window", b"8"),
+            ("X-Fabriq-Ofi-Page", b"4096"),
+        ]),
+    ]
+    .concat();
+    s.write_all(&hello).unwrap();
+    let mut g = [0u8; 64];
+    read_exact_within(s, &mut g);
+    assert_eq!((g[0], g[9], g[10]), (0xFF, 0x7F, 3), "a ZMTP 3 greeting");
+    let mut flags = [0u8; 1];
+    read_exact_within(s, &mut flags);
+    let len = if flags[0] & 0x02 != 0 {
+        let mut l = [0u8; 8];
+        read_exact_within(s, &mut l);
+        u64::from_be_bytes(l) as usize
+    } else {
+        let mut l = [0u8; 1];
+        read_exact_within(s, &mut l);
+        l[0] as usize
+    };
+    assert!(flags[0] & 0x04 != 0, "a command first");
+    let mut body = vec![0u8; len];
+    read_exact_within(s, &mut body);
+    let name_len = body[0] as usize;
+    assert_eq!(&body[1..1 + name_len], b"READY");
+    let mut props = HashMap::new();
+    let mut rest = &body[1 + name_len..];
+    while !rest.is_empty() {
+        let n = rest[0] as usize;
+        let name = String::from_utf8_lossy(&rest[1..1 + n]).into_owned();
+        let v = u32::from_be_bytes(rest[1 + n..5 + n].try_into().unwrap()) as usize;
+        props.insert(name, rest[5 + n..5 + n + v].to_vec());
+        rest = &rest[5 + n + v..];
+    }
+    props
+}
+
+fn prop<T: std::str::FromStr>(props: &HashMap<String, Vec<u8>>, name: &str) -> T {
+    let text = String::from_utf8_lossy(props.get(name).expect(name)).into_owned();
+    text.parse()
+        .unwrap_or_else(|_| panic!("{name} = {text:?} does not parse"))
+}
+
+fn unhex(text: &[u8]) -> Vec<u8> {
+    text.chunks(2)
+        .map(|c| u8::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
+        .collect()
+}
+
+/// Drives the rogue's provider while waiting for fabriq to close `s`.
+fn dropped(s: &mut TcpStream, rogue: &mut Rogue) -> bool {
+    let until = Instant::now() + LIMIT;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until {
+        rogue.progress();
+        s.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// A fabriq PULL on `ofi+tcp://` with a good fabriq PUSH sending to it,
+/// and rogue senders that ignore their credits: each rogue is dropped,
+/// the good peer's messages all arrive in order, and the PULL receives
+/// nothing of a rogue beyond what it granted.
+#[test]
+fn pages_beyond_the_credits_or_twice_drop_the_sender_and_no_one_else() {
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.connect(&endpoint).unwrap();
+
+    let mut got = 0u32;
+    let mut rogue_msgs = 0usize;
+    let mut take = |upto: u32, rogue_msgs: &mut usize| {
+        while got < upto {
+            let m = pull.recv_bytes(0).expect("a message within the limit");
+            if m == b"x" {
+                *rogue_msgs += 1;
+                continue;
+            }
+            assert_eq!(m, got.to_be_bytes(), "in order, none lost");
+            got += 1;
+        }
+    };
+    let third = MESSAGES / 3;
+    for i in 0..third {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    take(third, &mut rogue_msgs);
+
+    // One page more than granted.
+    let mut granted_total = 0usize;
+    {
+        let mut rogue = Rogue::open();
+        let mut s = TcpStream::connect(&control).unwrap();
+        let props = handshake(&mut s, b"PUSH", &rogue);
+        let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
+        let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+        assert!(window >= 1, "a window of at least one page");
+        granted_total += window as usize;
+        let dest = rogue
+            .ep
+            .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+            .unwrap();
+        for seq in 0..=window {
+            rogue.send_page(dest, id, seq);
+        }
+        assert!(
+            dropped(&mut s, &mut rogue),
+            "a sender past its window: not dropped"
+        );
+    }
+    for i in third..2 * third {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    take(2 * third, &mut rogue_msgs);
+
+    // The same page twice.
+    {
+        let mut rogue = Rogue::open();
+        let mut s = TcpStream::connect(&control).unwrap();
+        let props = handshake(&mut s, b"PUSH", &rogue);
+        let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+        granted_total += 1;
+        let dest = rogue
+            .ep
+            .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+            .unwrap();
+        rogue.send_page(dest, id, 0);
+        rogue.send_page(dest, id, 0);
+        assert!(
+            dropped(&mut s, &mut rogue),
+            "a page sent twice: not dropped"
+        );
+    }
+    for i in 2 * third..MESSAGES {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    take(MESSAGES, &mut rogue_msgs);
+    // Whatever of the rogues' pages was taken was within what they were
+    // granted (the page over the window, the second copy: never).
+    assert!(
+        rogue_msgs <= granted_total,
+        "{rogue_msgs} rogue messages delivered, {granted_total} pages granted"
+    );
+}
+
+/// A fabriq PUSH bound on `ofi+tcp://`, a good fabriq PULL, and a rogue
+/// receiver that returns more credits than the window it granted: the
+/// rogue is dropped, the good PULL gets every message.
+#[test]
+fn credits_beyond_the_window_drop_the_receiver_and_no_one_else() {
+    let ctx = fabriq::Context::new();
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.set_sndtimeo(LIMIT.as_millis() as i32).unwrap();
+    push.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = push.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    pull.connect(&endpoint).unwrap();
+
+    let mut got = 0u32;
+    let mut exchange = |upto: u32| {
+        for i in got..upto {
+            push.send(&i.to_be_bytes()[..], 0).unwrap();
+        }
+        while got < upto {
+            let m = pull.recv_bytes(0).expect("a message within the limit");
+            assert_eq!(m, got.to_be_bytes(), "in order, none lost");
+            got += 1;
+        }
+    };
+    exchange(MESSAGES / 2);
+    {
+        let mut rogue = Rogue::open();
+        let mut s = TcpStream::connect(&control).unwrap();
+        let _ = handshake(&mut s, b"PULL", &rogue);
+        // CREDIT 1000 against the window of 8 it granted in READY.
+        let mut credit = vec![0x04, 11, 6];
+        credit.extend_from_slice(b"CREDIT");
+        credit.extend_from_slice(&1000u32.to_be_bytes());
+        s.write_all(&credit).unwrap();
+        assert!(
+            dropped(&mut s, &mut rogue),
+            "a receiver granting beyond its window: not dropped"
+        );
+    }
+    exchange(MESSAGES);
+    assert_eq!(got, MESSAGES);
+}

@@ -78,12 +78,40 @@ struct Conn {
     /// Received pages by sequence number, until the engine takes them in
     /// order.
     arrived: BTreeMap<u32, Bytes>,
+    /// The sequence number the engine takes next (the pages before it
+    /// were taken).
+    next: u32,
+    /// Pages the peer may still send: granted (in READY, then by CREDIT)
+    /// and not arrived yet. A page beyond it is a peer ignoring its
+    /// credits, and ends the connection.
+    allowance: u32,
     /// Pages sent and not completed yet.
     in_flight: usize,
     /// A completion failed for this connection.
     failed: Option<String>,
     /// A rendezvous read that completed and was not taken yet.
     read: Option<Bytes>,
+}
+
+impl Conn {
+    /// Checks a page with sequence number `seq` against what the peer was
+    /// granted, and counts it. An honest peer's pages are each new and
+    /// within its credits: it has sent `next ..= seq` at most, all within
+    /// what it was granted, so `seq - next` is less than the pages it may
+    /// still send plus those that arrived and wait to be taken.
+    fn admit(&mut self, seq: u32) -> Result<(), String> {
+        let ahead = seq.wrapping_sub(self.next);
+        if ahead > u32::MAX / 2 || self.arrived.contains_key(&seq) {
+            return Err(format!("the peer sent fabric page {seq} twice"));
+        }
+        if self.allowance == 0 || ahead as usize >= self.arrived.len() + self.allowance as usize {
+            return Err(format!(
+                "the peer sent fabric page {seq} beyond the credits it was granted"
+            ));
+        }
+        self.allowance -= 1;
+        Ok(())
+    }
 }
 
 struct NodeState {
@@ -306,6 +334,14 @@ impl Node {
         self.lock().conns.remove(&id);
     }
 
+    /// Lets `id`'s peer send `pages` more pages (what we grant it in
+    /// READY and in each CREDIT, recorded before the peer can see it).
+    fn grant(&self, id: u32, pages: u32) {
+        if let Some(c) = self.lock().conns.get_mut(&id) {
+            c.allowance = c.allowance.saturating_add(pages);
+        }
+    }
+
     fn insert_peer(&self, address: &[u8]) -> Result<FiAddr, String> {
         self.lock()
             .ep
@@ -352,6 +388,7 @@ impl Node {
             out.push_back(page);
             *next = next.wrapping_add(1);
         }
+        c.next = *next;
         c.failed.clone()
     }
 
@@ -471,7 +508,15 @@ impl NodeState {
                 };
                 let (id, seq) = ((data >> 32) as u32, data as u32);
                 if let Some(c) = self.conns.get_mut(&id) {
-                    c.arrived.insert(seq, page.into_bytes());
+                    if c.failed.is_none() {
+                        if let Err(why) = c.admit(seq) {
+                            // The page goes back to the pool; the engine
+                            // ends the connection at its next turn.
+                            c.failed = Some(why);
+                        } else {
+                            c.arrived.insert(seq, page.into_bytes());
+                        }
+                    }
                     ready.extend(c.token);
                 }
             }
@@ -648,6 +693,9 @@ pub(crate) struct FabricEngine {
     remote: Option<Remote>,
     /// Pages we may still send.
     credits: u32,
+    /// The window the peer granted in its READY: the most credits it
+    /// ever lets us hold (a CREDIT beyond it ends the connection).
+    peer_window: u32,
     send_seq: u32,
     /// How this connection sends (the socket's options when it started).
     fabric: FabricOptions,
@@ -707,6 +755,9 @@ pub(crate) struct FabricEngine {
     /// Pages the peer was allowed to send us since then (its window when
     /// credits were last returned).
     granted: u32,
+    /// The window we granted in READY: no later grant goes beyond it, so
+    /// the peer can hold its credits to it.
+    announced: u32,
     /// SUB and XSUB send subscriptions, which the session's topic list
     /// must see: they are never written from the socket's thread.
     subscriber: bool,
@@ -785,6 +836,7 @@ impl FabricEngine {
         poller.join(&demux).map_err(|e| e.to_string())?;
         let id = node.add(token);
         let granted = node.share();
+        node.grant(id, granted);
         for (name, value) in Self::metadata(&node, id, granted) {
             config
                 .metadata
@@ -814,6 +866,7 @@ impl FabricEngine {
             id,
             remote: None,
             credits: 0,
+            peer_window: 0,
             send_seq: 0,
             fabric,
             eager: opts.spin_us > 0 || !fabric.buffered || lock_step,
@@ -841,6 +894,7 @@ impl FabricEngine {
             max_data,
             consumed: 0,
             granted,
+            announced: granted,
             subscriber,
             failed: None,
             retry_at: None,
@@ -861,6 +915,7 @@ impl FabricEngine {
         let addr = self.node.insert_peer(&peer.address)?;
         self.remote = Some(Remote { addr, id: peer.id });
         self.credits = peer.window;
+        self.peer_window = peer.window;
         self.peer_page = peer.page.min(self.node.page_size);
         self.peer_spinners = match (&peer.doorbell, &peer.spinners) {
             (Some(_), Some(at)) => open_spinners(at),
@@ -881,12 +936,14 @@ impl FabricEngine {
     /// have been used).
     fn return_credits(&mut self, force: bool) {
         let held = self.granted.saturating_sub(self.consumed);
-        let share = self.node.share();
+        let share = self.node.share().min(self.announced);
         if self.consumed == 0 || held >= share || (!force && held > share / 2) {
             return;
         }
         let give = share - held;
         let body = Bytes::copy_from_slice(&give.to_be_bytes());
+        // Counted before the peer can see it (it answers with pages).
+        self.node.grant(self.id, give);
         if self.control.send_command(CREDIT, body).is_ok() {
             self.granted = share;
             self.consumed = 0;
@@ -900,7 +957,16 @@ impl FabricEngine {
         for (name, body) in self.control.take_commands() {
             match pages::parse_control(&name, &body) {
                 Some(Control::Ring) => rung = true,
-                Some(Control::Credit(n)) => self.credits = self.credits.saturating_add(n),
+                Some(Control::Credit(n)) => {
+                    let credits = self.credits.saturating_add(n);
+                    if credits > self.peer_window {
+                        self.failed = Some(format!(
+                            "the peer returned {n} credits, more than its window of {} pages allows",
+                            self.peer_window
+                        ));
+                    }
+                    self.credits = credits.min(self.peer_window);
+                }
                 Some(Control::RdvDone(n)) => {
                     if let Some(lent) = self.lent.remove(&n) {
                         self.lent_bytes -= lent.len();
@@ -1327,6 +1393,10 @@ impl Engine for FabricEngine {
             }
             input
         };
+        if let Some(why) = self.failed.take() {
+            // A CREDIT beyond the window (take_commands).
+            return (Input::Ended(End::Io(io::Error::other(why))), 0);
+        }
         let input = match input {
             Input::Ended(end) if self.peer_fin.is_some() && self.remote.is_some() => {
                 self.draining = Some((end, now + FIN_WAIT));
@@ -1555,6 +1625,48 @@ fn encode_command(dst: &mut BytesMut, cmd: Command) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A receiving connection admits each page once and only within the
+    /// credits granted, whatever order the pages complete in.
+    #[test]
+    fn pages_are_admitted_once_and_within_the_credits_granted() {
+        let mut c = Conn {
+            allowance: 4,
+            ..Conn::default()
+        };
+        // Out of order (tcp;ofi_rxm completes late), all four granted.
+        for seq in [1, 0, 3] {
+            c.admit(seq).expect("within the window");
+            c.arrived.insert(seq, Bytes::new());
+        }
+        assert!(c.admit(3).unwrap_err().contains("twice"), "a page again");
+        assert!(
+            c.admit(4).unwrap_err().contains("beyond"),
+            "past the window"
+        );
+        c.admit(2).expect("the last one granted");
+        c.arrived.insert(2, Bytes::new());
+        assert!(c.admit(4).unwrap_err().contains("beyond"), "no credit left");
+        // The engine takes 0..=3; a page before `next` is one seen before.
+        c.arrived.clear();
+        c.next = 4;
+        assert!(c.admit(1).unwrap_err().contains("twice"));
+        // Two credits back: pages 4 and 5, not 6.
+        c.allowance += 2;
+        assert!(c.admit(6).unwrap_err().contains("beyond"));
+        c.admit(5).expect("granted");
+        c.arrived.insert(5, Bytes::new());
+        c.admit(4).expect("granted");
+        // Sequence numbers wrap.
+        let mut w = Conn {
+            next: u32::MAX,
+            allowance: 2,
+            ..Conn::default()
+        };
+        w.admit(0).expect("after the wrap");
+        w.arrived.insert(0, Bytes::new());
+        w.admit(u32::MAX).expect("before the wrap");
+    }
 
     /// Windows shrink as connections join, so that together they fit the
     /// receives the node keeps posted.
