@@ -193,7 +193,10 @@ pub struct Outcome {
 impl Outcome {
     /// The trial's figures in the bench's terms. Throughput scenarios:
     /// messages = one-way transfers (one in flight), msg/s = 1e6 /
-    /// usec_per_xfer, MB/s = fi_pingpong's MB/sec. REQ/REP: round trips/s
+    /// usec_per_xfer, MB/s = bytes x transfers/s (fi_pingpong's MB/sec,
+    /// both directions, from the one-way time rather than its printed
+    /// MB/sec column: that has two decimals and reads 0.00 for a slow small
+    /// run, e.g. 64 B at 15.9 ms per transfer on a loaded machine). REQ/REP: round trips/s
     /// and the one-way time; no percentiles (fi_pingpong gives a mean only).
     pub fn metrics(&self, sc: &Scenario) -> Metrics {
         let xfers = 2 * self.iterations;
@@ -209,7 +212,7 @@ impl Outcome {
         Metrics {
             messages,
             msg_per_s,
-            mb_per_s: self.row.mb_per_s,
+            mb_per_s: self.row.bytes as f64 * xfer_rate / 1e6,
             per_receiver_msg_per_s: vec![msg_per_s],
             latency: None,
             one_way_us: Some(self.row.usec_per_xfer),
@@ -490,6 +493,42 @@ mod tests {
     // Real output of libfabric 1.17's fi_pingpong on this machine.
     const SHM_64: &str = "bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec\n\
                           64      1k      =1k      125k        3.15s      0.04    1577.44       0.00\n";
+
+    /// A slow small run prints 0.00 MB/sec; the trial's MB/s comes from the
+    /// one-way time, as fi_pingpong computes its column, so it is not zero.
+    #[test]
+    fn a_slow_small_run_has_its_bytes_per_second() {
+        let slow =
+            "bytes   #sent   #ack     total       time     MB/sec    usec/xfer   Mxfers/sec\n\
+                    64      20      =20      2.5k        0.63s      0.00    15864.55       0.00\n";
+        let outcome = Outcome {
+            row: parse_output(slow).unwrap(),
+            iterations: 20,
+            cpu_s: 1.0,
+            maxrss_kb: 1,
+            log: Vec::new(),
+        };
+        let sc = Scenario {
+            pattern: Pattern::Reqrep,
+            transport: crate::scenario::Transport::OfiTcp,
+            size: 64,
+            subs: 1,
+            count: 20,
+            warm: 0,
+            reps: 1,
+            variant: Default::default(),
+        };
+        let m = outcome.metrics(&sc);
+        let want = 64.0 * 1e6 / 15864.55 / 1e6;
+        assert!((m.mb_per_s - want).abs() < 1e-12, "{}", m.mb_per_s);
+        assert!(m.mb_per_s > 0.0);
+        // The same formula gives fi_pingpong's own column where it has digits.
+        let fast = Outcome {
+            row: parse_output(SHM_64).unwrap(),
+            ..outcome
+        };
+        assert_eq!((fast.metrics(&sc).mb_per_s * 100.0).round() / 100.0, 0.04);
+    }
 
     #[test]
     fn a_row_is_parsed() {
