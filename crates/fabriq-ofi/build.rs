@@ -1,8 +1,43 @@
 //! Probes for libfabric with pkg-config. When found, compiles the C shim
-//! (`csrc/shim.c`), links libfabric and sets `cfg(fabriq_ofi_libfabric)`.
+//! (`csrc/shim.c`) against its headers and sets `cfg(fabriq_ofi_libfabric)`.
 //! When not found (or when `FABRIQ_OFI_DISABLE=1`), compiles nothing: the
 //! crate then builds without libfabric and every constructor returns
 //! `Error::Unavailable`.
+//!
+//! libfabric is not linked: the shim opens it at run time, the first time
+//! it is needed (see `csrc/shim.c`). What the build still takes from the
+//! library is the symbol version the linker binds for each function the
+//! shim calls, found by linking a small probe program against it and
+//! reading the probe's dynamic symbols back (`readelf`, from binutils,
+//! which the C compiler needs anyway). If that fails the shim looks the
+//! symbols up at their default versions, which is what linking would have
+//! done with the library found here.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The libfabric functions with real symbols that the shim calls.
+const SYMBOLS: [&str; 7] = [
+    "fi_version",
+    "fi_strerror",
+    "fi_getinfo",
+    "fi_freeinfo",
+    "fi_dupinfo",
+    "fi_fabric",
+    "fi_tostr",
+];
+
+const PROBE: &str = r#"
+#include <rdma/fabric.h>
+int main(void) {
+    struct fi_info *i = fi_dupinfo(NULL);
+    struct fid_fabric *f;
+    int r = fi_getinfo(fi_version(), NULL, NULL, 0, i, &i);
+    r += fi_fabric(NULL, &f, NULL);
+    fi_freeinfo(i);
+    return r + (fi_strerror(r) != NULL) + (fi_tostr(i, FI_TYPE_INFO) != NULL);
+}
+"#;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(fabriq_ofi_libfabric)");
@@ -40,13 +75,71 @@ fn main() {
     for path in &lib.include_paths {
         build.include(path);
     }
+    for (name, version) in symbol_versions(&build, &lib) {
+        build.define(
+            &format!("FABRIQ_OFI_VER_{name}"),
+            Some(&*format!("\"{version}\"")),
+        );
+    }
+    if let Some(dir) = lib.link_paths.first() {
+        build.define(
+            "FABRIQ_OFI_LIBDIR",
+            Some(&*format!("{:?}", dir.display().to_string())),
+        );
+    }
     build.compile("fabriq_ofi_shim");
-    // Linked after the shim archive, which is what references it.
+    // dlopen and dlvsym: in libc since glibc 2.34, in libdl before.
+    println!("cargo::rustc-link-lib=dl");
+    println!("cargo::rustc-cfg=fabriq_ofi_libfabric");
+}
+
+/// The version (`FABRIC_1.3`...) the linker binds for each of [`SYMBOLS`],
+/// for those it versions; empty if the probe cannot be linked or read.
+fn symbol_versions(build: &cc::Build, lib: &pkg_config::Library) -> Vec<(String, String)> {
+    let out = std::env::var("OUT_DIR").expect("OUT_DIR");
+    let dir = Path::new(&out);
+    let (src, exe) = (dir.join("probe.c"), dir.join("probe"));
+    if std::fs::write(&src, PROBE).is_err() {
+        return Vec::new();
+    }
+    let mut link = build.get_compiler().to_command();
+    link.arg(&src).arg("-o").arg(&exe);
     for path in &lib.link_paths {
-        println!("cargo::rustc-link-search=native={}", path.display());
+        link.arg(format!("-L{}", path.display()));
     }
     for name in &lib.libs {
-        println!("cargo::rustc-link-lib={name}");
+        link.arg(format!("-l{name}"));
     }
-    println!("cargo::rustc-cfg=fabriq_ofi_libfabric");
+    let linked = link.output().map(|o| o.status.success()).unwrap_or(false);
+    let symbols = linked
+        .then(|| {
+            Command::new("readelf")
+                .args(["--dyn-syms", "-W"])
+                .arg(&exe)
+                .output()
+                .ok()
+        })
+        .flatten()
+        .filter(|o| o.status.success());
+    let Some(symbols) = symbols else {
+        println!(
+            "cargo::warning=fabriq-ofi: could not read the libfabric symbol versions \
+             (probe link or readelf failed); the shim uses the default versions"
+        );
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&symbols.stdout);
+    let mut found = Vec::new();
+    for word in text.split_whitespace() {
+        // "fi_getinfo@FABRIC_1.3" (readelf may add " (2)" after it).
+        if let Some((name, version)) = word.split_once('@') {
+            if SYMBOLS.contains(&name) && !found.iter().any(|(n, _): &(String, String)| n == name) {
+                found.push((
+                    name.to_string(),
+                    version.trim_start_matches('@').to_string(),
+                ));
+            }
+        }
+    }
+    found
 }

@@ -9,7 +9,24 @@
  * few fields of `struct fi_info` fabriq reads, so the Rust side never has to
  * mirror libfabric's struct layouts. Everything crosses the boundary as
  * opaque pointers, integers and byte buffers.
+ *
+ * libfabric itself is not linked: `fabriq_ofi_load` opens it with dlopen
+ * the first time fabriq needs it. Linking it made every program using
+ * fabriq load it, and with it every provider library it depends on, at
+ * start-up: Debian's build pulls in libinfinipath, whose constructor
+ * sleeps about a thousand times for 125 us, so each process (a tcp-only
+ * program, every test binary, every bench worker) started 0.2 s late; a
+ * machine without libfabric installed could not start the program at all.
+ * The few real symbols fabriq calls (the rest are the inline functions
+ * above) are looked up at the symbol versions the linker would have bound
+ * when linking against the headers in use (found by build.rs), so a newer
+ * library with a grown `struct fi_info` still gives us the layout these
+ * headers describe.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +39,108 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_rma.h>
+
+/* ---- loading libfabric ------------------------------------------------ */
+
+static uint32_t (*p_fi_version)(void);
+static const char *(*p_fi_strerror)(int);
+static int (*p_fi_getinfo)(uint32_t, const char *, const char *, uint64_t,
+                           const struct fi_info *, struct fi_info **);
+static void (*p_fi_freeinfo)(struct fi_info *);
+static struct fi_info *(*p_fi_dupinfo)(const struct fi_info *);
+static int (*p_fi_fabric)(struct fi_fabric_attr *, struct fid_fabric **,
+                          void *);
+static char *(*p_fi_tostr)(const void *, enum fi_type);
+
+/* From here on, fabriq's calls to these go through the pointers. (The
+ * headers' one inline user of them, fi_allocinfo, is not called: it would
+ * reference fi_dupinfo itself.) */
+#define fi_version (*p_fi_version)
+#define fi_strerror (*p_fi_strerror)
+#define fi_getinfo (*p_fi_getinfo)
+#define fi_freeinfo (*p_fi_freeinfo)
+#define fi_dupinfo (*p_fi_dupinfo)
+#define fi_fabric (*p_fi_fabric)
+#define fi_tostr (*p_fi_tostr)
+
+/* Symbol versions, as -D definitions from build.rs; NULL: the default. */
+#ifndef FABRIQ_OFI_VER_fi_version
+#define FABRIQ_OFI_VER_fi_version NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_strerror
+#define FABRIQ_OFI_VER_fi_strerror NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_getinfo
+#define FABRIQ_OFI_VER_fi_getinfo NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_freeinfo
+#define FABRIQ_OFI_VER_fi_freeinfo NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_dupinfo
+#define FABRIQ_OFI_VER_fi_dupinfo NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_fabric
+#define FABRIQ_OFI_VER_fi_fabric NULL
+#endif
+#ifndef FABRIQ_OFI_VER_fi_tostr
+#define FABRIQ_OFI_VER_fi_tostr NULL
+#endif
+/* The directory pkg-config named at build time, tried when the plain
+ * name is not found on the loader's path. */
+#ifndef FABRIQ_OFI_LIBDIR
+#define FABRIQ_OFI_LIBDIR NULL
+#endif
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[512];
+static const char *library_name = "libfabric.so.1";
+
+static void *find(void *lib, const char *name, const char *version) {
+    void *sym = version ? dlvsym(lib, name, version) : dlsym(lib, name);
+    if (!sym && !load_error[0])
+        snprintf(load_error, sizeof load_error, "%s has no symbol %s%s%s",
+                 library_name, name, version ? "@" : "",
+                 version ? version : "");
+    return sym;
+}
+
+#define FIND(lib, name)                                                       \
+    (*(void **)&p_##name = find(lib, #name, FABRIQ_OFI_VER_##name))
+
+static void load(void) {
+    const char *name = getenv("FABRIQ_OFI_LIBRARY");
+    if (name && *name)
+        library_name = name;
+    void *lib = dlopen(library_name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib && !(name && *name) && FABRIQ_OFI_LIBDIR) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/libfabric.so.1", FABRIQ_OFI_LIBDIR);
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof load_error, "%s", why ? why : library_name);
+        return;
+    }
+    FIND(lib, fi_version);
+    FIND(lib, fi_strerror);
+    FIND(lib, fi_getinfo);
+    FIND(lib, fi_freeinfo);
+    FIND(lib, fi_dupinfo);
+    FIND(lib, fi_fabric);
+    FIND(lib, fi_tostr);
+    if (load_error[0]) {
+        /* All or nothing: a partial table is never used. */
+        p_fi_version = NULL;
+    }
+}
+
+/* Opens libfabric once (later calls return the first outcome). Returns
+ * NULL on success, or why it could not be opened. Thread-safe. */
+const char *fabriq_ofi_load(void) {
+    pthread_once(&load_once, load);
+    return p_fi_version ? NULL : load_error;
+}
 
 /* ---- version and constants -------------------------------------------- */
 
@@ -49,7 +168,9 @@ const uint64_t fabriq_ofi_consts[] = {
 const size_t fabriq_ofi_consts_len =
     sizeof(fabriq_ofi_consts) / sizeof(fabriq_ofi_consts[0]);
 
-const char *fabriq_ofi_strerror(int err) { return fi_strerror(err); }
+const char *fabriq_ofi_strerror(int err) {
+    return fabriq_ofi_load() ? NULL : fi_strerror(err);
+}
 
 /* ---- fi_info: hints, getinfo, accessors ------------------------------- */
 
@@ -58,7 +179,7 @@ const char *fabriq_ofi_strerror(int err) { return fi_strerror(err); }
 struct fi_info *fabriq_ofi_hints_new(const char *prov_name, int ep_type,
                                      uint64_t caps, uint64_t mode,
                                      int mr_mode, int threading) {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = fi_dupinfo(NULL); /* fi_allocinfo */
     if (!hints)
         return NULL;
     hints->caps = caps;

@@ -9,9 +9,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The crate was built without libfabric.
+    /// libfabric cannot be used: the crate was built without it, or the
+    /// library could not be opened at run time. The text says which, and
+    /// what to do.
     #[error("{0}")]
-    Unavailable(&'static str),
+    Unavailable(String),
     /// `fi_getinfo` found nothing matching the hints.
     #[error("{}: {call}: {msg}", match provider {
         Some(p) => format!("provider {p:?} is not available"),

@@ -6,10 +6,17 @@
 //! fabriq needs as `fabriq_ofi_*`; [`sys`] declares them with opaque
 //! pointer types. Rust never mirrors a libfabric struct.
 //!
-//! Built without libfabric (pkg-config does not find it, or
-//! `FABRIQ_OFI_DISABLE=1` at build time), the crate still compiles and
-//! every entry point ([`getinfo`], [`Fabric::open`]) returns
-//! [`Error::Unavailable`].
+//! libfabric is opened at run time, by the first entry point called
+//! ([`getinfo`], [`Fabric::open`], [`available`]), not linked: a program
+//! that never uses a fabric never loads it nor its providers' libraries
+//! (on Debian one of these sleeps 0.2 s in its constructor), and runs on
+//! a machine without libfabric installed. `FABRIQ_OFI_LIBRARY` names the
+//! file to open instead of `libfabric.so.1`.
+//!
+//! Built without libfabric (pkg-config does not find its headers, or
+//! `FABRIQ_OFI_DISABLE=1` at build time), or run where the library cannot
+//! be opened, the crate still works and every entry point returns
+//! [`Error::Unavailable`], saying which case it is.
 //!
 //! # Objects and closing order
 //!
@@ -88,7 +95,16 @@ pub use paged::{Event, PagedConfig, PagedEndpoint, PostError, ReadPostError};
 pub use pool::{Page, PagePool};
 pub use shared::SharedCounter;
 
-/// True when this build has libfabric compiled in.
-pub const fn available() -> bool {
+/// True when libfabric can be used: this build has it compiled in and
+/// the library opens at run time. The first call (or the first fabric
+/// call of any kind) opens it; until then a program that never touches a
+/// fabric does not load libfabric or its providers' libraries at all.
+pub fn available() -> bool {
+    sys::ensure_available().is_ok()
+}
+
+/// True when this build has libfabric compiled in (its headers were found
+/// at build time), whether or not the library opens at run time.
+pub const fn compiled_in() -> bool {
     sys::AVAILABLE
 }

@@ -74,6 +74,7 @@ macro_rules! shim {
 }
 
 shim! {
+    pub fn fabriq_ofi_load() -> *const c_char;
     pub fn fabriq_ofi_version(major: u32, minor: u32) -> u32;
     pub fn fabriq_ofi_runtime_version() -> u32;
     pub fn fabriq_ofi_strerror(err: c_int) -> *const c_char;
@@ -152,20 +153,35 @@ extern "C" {
     pub static fabriq_ofi_consts_len: usize;
 }
 
-/// True when the crate was compiled against libfabric.
+/// True when the crate was compiled against libfabric's headers (the
+/// library itself is opened at run time, see [`ensure_available`]).
 pub const AVAILABLE: bool = cfg!(fabriq_ofi_libfabric);
 
-/// The message of [`Error::Unavailable`].
+/// The message of [`Error::Unavailable`] in a build without libfabric.
 pub const UNAVAILABLE_MSG: &str = "fabriq was built without libfabric \
     (pkg-config found no libfabric >= 1.9, or FABRIQ_OFI_DISABLE=1 was set at build time); \
     install libfabric-dev (Debian/Ubuntu) or libfabric-devel (Fedora/RHEL) and rebuild";
 
-/// Fails with [`Error::Unavailable`] when libfabric is not compiled in.
+/// Opens libfabric if that has not been done yet, and fails with
+/// [`Error::Unavailable`] when it cannot be used: the crate was built
+/// without it, or the library cannot be opened at run time (not installed,
+/// not on the loader's path, or missing a symbol fabriq needs). The first
+/// call opens `libfabric.so.1` (or the file `FABRIQ_OFI_LIBRARY` names);
+/// every later call returns the same outcome at the cost of one check.
 pub fn ensure_available() -> Result<()> {
-    if AVAILABLE {
-        Ok(())
-    } else {
-        Err(Error::Unavailable(UNAVAILABLE_MSG))
+    if !AVAILABLE {
+        return Err(Error::Unavailable(UNAVAILABLE_MSG.to_string()));
+    }
+    // SAFETY: the shim's loader takes no arguments, runs once under
+    // pthread_once and returns NULL or a pointer to its static message.
+    let why = unsafe { cstr(fabriq_ofi_load()) };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(Error::Unavailable(format!(
+            "libfabric could not be opened at run time ({why}); install the libfabric \
+             runtime (Debian/Ubuntu: libfabric1; Fedora/RHEL: libfabric), put its \
+             directory on LD_LIBRARY_PATH, or name the file in FABRIQ_OFI_LIBRARY"
+        ))),
     }
 }
 
@@ -225,7 +241,7 @@ pub const FI_AV_TABLE: i32 = 2;
 
 /// The `fi_strerror` text of a (positive) fi_errno.
 pub fn strerror(code: i32) -> String {
-    if !AVAILABLE {
+    if ensure_available().is_err() {
         return format!("error {code}");
     }
     // SAFETY: fi_strerror returns a pointer to a static NUL-terminated string

@@ -12,6 +12,14 @@ pub fn need_fabric() -> bool {
     if fabriq_ofi::available() {
         return true;
     }
+    if fabriq_ofi::compiled_in() {
+        panic!(
+            "libfabric is compiled in but cannot be used: {}",
+            fabriq_ofi::getinfo(&Hints::new())
+                .err()
+                .map_or(String::new(), |e| e.to_string())
+        );
+    }
     if std::env::var("FABRIQ_OFI_DISABLE").is_ok_and(|v| v == "1") {
         eprintln!("FABRIQ_OFI_DISABLE=1: fabriq-ofi built without libfabric; fabric test not run");
         return false;
