@@ -11,6 +11,11 @@
 //! - optional ROLE: `server` (bind and receive only) or `client` (connect
 //!   and send only), to run the two sides as separate processes
 //!
+//! `PROFILE_HWM` replaces the HWM of 10 000 (not for pubsub), and
+//! `PROFILE_RCVTIMEO` sets a receive timeout after the first message:
+//! `PROFILE_HWM=1000 PROFILE_RCVTIMEO=5000` is how `fabriq-bench` runs
+//! PUSH/PULL.
+//!
 //! Both sides run in this process, so `valgrind --tool=callgrind` counts
 //! every instruction either implementation spends per message. The same
 //! source is compiled twice, once against each API (they have one shape),
@@ -40,7 +45,14 @@ macro_rules! workload {
                 };
                 let reqrep = pattern == "reqrep";
                 let pubsub = pattern == "pubsub";
-                let hwm = if pubsub { 0 } else { 10_000 };
+                let hwm = if pubsub {
+                    0
+                } else {
+                    std::env::var("PROFILE_HWM")
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(10_000)
+                };
                 if role == "client" {
                     client(&ctx, b, endpoint, size, count, hwm, reqrep, pubsub);
                     return 0.0;
@@ -62,6 +74,12 @@ macro_rules! workload {
                 });
                 let mut msg = zmq::Message::new();
                 server.recv(&mut msg, 0).expect("recv");
+                if let Some(t) = std::env::var("PROFILE_RCVTIMEO")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                {
+                    server.set_rcvtimeo(t).expect("rcvtimeo");
+                }
                 if reqrep {
                     server.send(&msg[..], 0).expect("send");
                 }
