@@ -165,8 +165,9 @@ pub enum SocketType {
     /// ```
     PEER,
     /// Draft (extra): raw UDP datagrams over `udp://` (bind only). Each
-    /// message is two frames, the peer's `"IP:PORT"` and the body; a send
-    /// gives the address frame with `SNDMORE`. See docs/api.md.
+    /// message is two frames, the peer's `"IP:PORT"` (`"[IP]:PORT"` for
+    /// IPv6, with the `ipv6` option) and the body; a send gives the address
+    /// frame with `SNDMORE`. See docs/api.md.
     ///
     /// ```
     /// let ctx = fabriq::Context::new();

@@ -646,28 +646,25 @@ impl Socket {
         use crate::reactor::Framing;
         use crate::transport::udp::{self, Directions};
         let ty = self.shared.socket_type;
-        let address = &udp::resolve(address)?;
-        let (framing, dirs) = match (ty, role) {
+        let text = &address.text;
+        // The socket type first, as libzmq checks it before resolving.
+        let (groups, dirs) = match (ty, role) {
             (ZmtpType::Radio, Role::Connect) => (
-                Framing::Groups {
-                    target: address.target,
-                },
+                true,
                 Directions {
                     send: true,
                     recv: false,
                 },
             ),
             (ZmtpType::Dish, Role::Bind) => (
-                Framing::Groups {
-                    target: address.target,
-                },
+                true,
                 Directions {
                     send: false,
                     recv: true,
                 },
             ),
             (ZmtpType::Dgram, Role::Bind) => (
-                Framing::Raw,
+                false,
                 Directions {
                     send: true,
                     recv: true,
@@ -689,14 +686,21 @@ impl Socket {
                 );
             }
         };
-        let socket = udp::open(address, dirs, core.opts.multicast_hops).map_err(|e| {
-            crate::error::fail(Error::from_io(&e), format!("udp://{}: {e}", address.text))
-        })?;
-        let mut text = format!("udp://{}", address.text);
+        let address = &udp::resolve(address, core.opts.ipv6)?;
+        let framing = if groups {
+            Framing::Groups {
+                target: address.target,
+            }
+        } else {
+            Framing::Raw
+        };
+        let socket = udp::open(address, dirs, core.opts.multicast_hops)
+            .map_err(|e| crate::error::fail(Error::from_io(&e), format!("udp://{text}: {e}")))?;
+        let mut text = format!("udp://{text}");
         if role == Role::Bind && address.bind.port() == 0 {
-            if let Ok(std::net::SocketAddr::V4(local)) = socket.local_addr() {
-                let host = address.text.rsplit_once(':').map_or("", |(h, _)| h);
-                text = format!("udp://{host}:{}", local.port());
+            if let Ok(local) = socket.local_addr() {
+                let host = text.rsplit_once(':').map_or("", |(h, _)| h);
+                text = format!("{host}:{}", local.port());
             }
         }
         let (io, reactor) = self.ctx.reactor()?;

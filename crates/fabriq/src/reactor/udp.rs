@@ -11,7 +11,7 @@
 //! the socket makes room and wakes us.
 
 use std::io;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -27,7 +27,7 @@ use crate::transport::udp::{self, Directions, MAX_DATAGRAM};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Framing {
     /// RADIO / DISH: `[group length, group, body]`, to a fixed target.
-    Groups { target: SocketAddrV4 },
+    Groups { target: SocketAddr },
     /// DGRAM: the body alone; messages are `[address, body]`.
     Raw,
 }
@@ -41,6 +41,8 @@ pub(crate) struct UdpEngine {
     pub(crate) owner: Arc<Mailbox>,
     framing: Framing,
     dirs: Directions,
+    /// The socket is IPv6 (dual stack): DGRAM maps IPv4 destinations.
+    ipv6: bool,
     /// A datagram the kernel refused for now (EWOULDBLOCK), sent first
     /// when the socket is writable again.
     pending: Option<(Vec<u8>, SocketAddr)>,
@@ -57,6 +59,7 @@ impl UdpEngine {
         framing: Framing,
         dirs: Directions,
     ) -> UdpEngine {
+        let ipv6 = socket.local_addr().is_ok_and(|a| a.is_ipv6());
         UdpEngine {
             socket: mio::net::UdpSocket::from_std(socket),
             pipe,
@@ -64,6 +67,7 @@ impl UdpEngine {
             owner,
             framing,
             dirs,
+            ipv6,
             pending: None,
             out: Vec::with_capacity(MAX_DATAGRAM),
             buf: vec![0; MAX_DATAGRAM].into_boxed_slice(),
@@ -116,12 +120,9 @@ impl UdpEngine {
                         .into_iter()
                         .collect()
                 }
-                Framing::Raw => {
-                    let SocketAddr::V4(from) = from else { continue };
-                    [udp::address_frame(from), Bytes::copy_from_slice(datagram)]
-                        .into_iter()
-                        .collect()
-                }
+                Framing::Raw => [udp::address_frame(from), Bytes::copy_from_slice(datagram)]
+                    .into_iter()
+                    .collect(),
             };
             self.pipe.tx.push(Item::Msg(msg));
         }
@@ -152,6 +153,10 @@ impl UdpEngine {
                         tracing::debug!("DGRAM: dropped a message with a bad address");
                         continue;
                     };
+                    let Some(to) = udp::for_family(to, self.ipv6) else {
+                        tracing::debug!("DGRAM: dropped a message to IPv6 from an IPv4 socket");
+                        continue;
+                    };
                     if msg[1].len() > MAX_DATAGRAM {
                         tracing::debug!("DGRAM: dropped a message too long for a datagram");
                         continue;
@@ -162,7 +167,7 @@ impl UdpEngine {
                 }
             };
             let datagram = std::mem::take(&mut self.out);
-            if !self.send(datagram, SocketAddr::V4(to)) {
+            if !self.send(datagram, to) {
                 return;
             }
         }
