@@ -53,6 +53,9 @@ pub(crate) struct Options {
     pub tcp_keepalive_idle: i32,
     pub tcp_keepalive_intvl: i32,
     pub ipv6: bool,
+    /// ZMQ_MULTICAST_LOOP (draft): a udp multicast sender's own host
+    /// receives what it sends (IP_MULTICAST_LOOP / IPV6_MULTICAST_LOOP).
+    pub multicast_loop: bool,
     pub xpub_verbose: bool,
     pub xpub_verbose_unsubscribe: bool,
     pub xpub_welcome_msg: Option<Bytes>,
@@ -133,6 +136,7 @@ impl Default for Options {
             tcp_keepalive_idle: -1,
             tcp_keepalive_intvl: -1,
             ipv6: false,
+            multicast_loop: true,
             xpub_verbose: false,
             xpub_verbose_unsubscribe: false,
             xpub_welcome_msg: None,

@@ -694,8 +694,13 @@ impl Socket {
         } else {
             Framing::Raw
         };
-        let socket = udp::open(address, dirs, core.opts.multicast_hops)
-            .map_err(|e| crate::error::fail(Error::from_io(&e), format!("udp://{text}: {e}")))?;
+        let socket = udp::open(
+            address,
+            dirs,
+            core.opts.multicast_hops,
+            core.opts.multicast_loop,
+        )
+        .map_err(|e| crate::error::fail(Error::from_io(&e), format!("udp://{text}: {e}")))?;
         let mut text = format!("udp://{text}");
         if role == Role::Bind && address.bind.port() == 0 {
             if let Ok(local) = socket.local_addr() {
@@ -992,7 +997,8 @@ int_options! {
     (get_rate, set_rate) => rate [1, i32::MAX],
     /// Multicast recovery interval (recorded; no multicast transport).
     (get_recovery_ivl, set_recovery_ivl) => recovery_ivl [0, i32::MAX],
-    /// Multicast hops (recorded; no multicast transport).
+    /// Multicast hops: the TTL (IPv4) or hop limit (IPv6) of what a RADIO
+    /// sends to a `udp://` multicast group (default 1: this network only).
     (get_multicast_hops, set_multicast_hops) => multicast_hops [1, i32::MAX],
     /// fabriq extra: how long a blocking send or receive keeps reading and
     /// writing its connections on the calling thread before it sleeps, in
@@ -1109,6 +1115,20 @@ bool_options! {
     (is_conflate, set_conflate) => conflate,
     /// Use IPv6 as well as IPv4.
     (is_ipv6, set_ipv6) => ipv6,
+    /// Draft (libzmq's `ZMQ_MULTICAST_LOOP`, on by default): whether a
+    /// RADIO sending to a `udp://` multicast group also delivers to
+    /// receivers on its own host (`IP_MULTICAST_LOOP` /
+    /// `IPV6_MULTICAST_LOOP`). Read when the RADIO connects, as libzmq
+    /// reads it when its engine starts.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let radio = ctx.socket(fabriq::RADIO).unwrap();
+    /// assert!(radio.is_multicast_loop().unwrap());
+    /// radio.set_multicast_loop(false).unwrap();
+    /// radio.connect("udp://239.0.0.1:5555").unwrap();
+    /// ```
+    (is_multicast_loop, set_multicast_loop) => multicast_loop,
 }
 
 /// Boolean options that only one socket type has (EINVAL elsewhere, as in

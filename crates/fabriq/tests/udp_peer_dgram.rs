@@ -810,4 +810,46 @@ fn ipv6_multicast_in_namespace(iface: &str, addr: &str) {
         );
         println!("ipv6 multicast on {on};{group}:{port}: ok");
     }
+    multicast_loop_off_in_namespace(iface);
+}
+
+/// MULTICAST_LOOP (libzmq's draft ZMQ_MULTICAST_LOOP) off: what a RADIO
+/// sends to a group does not come back to its own host, so a DISH joined
+/// on the sending interface hears a RADIO with the option on and never
+/// this one. (Not testable on `lo`: what is sent there arrives as input
+/// whatever the option says, so it needs the veth of this namespace; its
+/// other end has not joined the group, so nothing comes in that way.)
+fn multicast_loop_off_in_namespace(iface: &str) {
+    let ctx = Context::new();
+    let dish = sock6(&ctx, fabriq::DISH);
+    dish.bind(&format!("udp://{iface};[ff02::1:7c]:*")).unwrap();
+    let ep = format!(
+        "udp://{iface};[ff02::1:7c]:{}",
+        last_endpoint(&dish).rsplit(':').next().unwrap()
+    );
+    dish.join("mc").unwrap();
+    let quiet = sock6(&ctx, fabriq::RADIO);
+    assert!(
+        quiet.is_multicast_loop().unwrap(),
+        "on by default, as libzmq"
+    );
+    quiet.set_multicast_loop(false).unwrap();
+    assert!(!quiet.is_multicast_loop().unwrap());
+    quiet.connect(&ep).unwrap();
+    // Sent first, by the I/O thread that then sends the probes below:
+    // looped back, they would be there before the first probe.
+    for _ in 0..20 {
+        radio_send(&quiet, "mc", "looped back");
+    }
+    let loud = sock6(&ctx, fabriq::RADIO);
+    loud.connect(&ep).unwrap();
+    await_udp_path(&loud, &dish, "mc");
+    for _ in 0..20 {
+        radio_send(&quiet, "mc", "looped back");
+    }
+    radio_send(&loud, "mc", "last");
+    assert_eq!(recv_group(&dish), ("mc".into(), "last".into()));
+    dish.set_rcvtimeo(100).unwrap();
+    assert_eq!(dish.recv_msg(0).err(), Some(Error::EAGAIN));
+    println!("multicast loop off on {iface}: ok");
 }

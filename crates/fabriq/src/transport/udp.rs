@@ -550,6 +550,7 @@ pub(crate) fn open(
     address: &Resolved,
     dirs: Directions,
     multicast_hops: i32,
+    multicast_loop: bool,
 ) -> io::Result<std::net::UdpSocket> {
     let v6 = address.target.is_ipv6();
     let family = if v6 {
@@ -570,7 +571,7 @@ pub(crate) fn open(
         let hops = u32::try_from(multicast_hops).ok().filter(|h| *h > 0);
         match address.target.ip() {
             IpAddr::V4(group) => {
-                sockopt::set_ip_multicast_loop(&fd, true)?;
+                sockopt::set_ip_multicast_loop(&fd, multicast_loop)?;
                 if let Some(hops) = hops {
                     sockopt::set_ip_multicast_ttl(&fd, hops)?;
                 }
@@ -588,7 +589,7 @@ pub(crate) fn open(
                 }
             }
             IpAddr::V6(_) => {
-                sockopt::set_ipv6_multicast_loop(&fd, true)?;
+                sockopt::set_ipv6_multicast_loop(&fd, multicast_loop)?;
                 if let Some(hops) = hops {
                     sockopt::set_ipv6_multicast_hops(&fd, hops)?;
                 }
