@@ -13,6 +13,7 @@
 //! send BODY [ROUTING_ID|-] [GROUP|-]   (one frame)                 -> ok
 //! sendmore BODY          (a frame with ZMQ_SNDMORE)                -> ok
 //! rcvtimeo MS            (the receive timeout; 5000 at first)      -> ok
+//! ipv6 0|1               (ZMQ_IPV6, before bind / connect)         -> ok
 //! recv                   (waits up to the receive timeout)
 //!                        -> msg ROUTING_ID GROUP|- BODY
 //!                        (a NUL byte in BODY is written `\0`)
@@ -66,6 +67,7 @@ const ZMQ_DGRAM: c_int = 18;
 const ZMQ_PEER: c_int = 19;
 const ZMQ_CHANNEL: c_int = 20;
 const ZMQ_LINGER: c_int = 17;
+const ZMQ_IPV6: c_int = 42;
 const ZMQ_RCVTIMEO: c_int = 27;
 const ZMQ_SNDTIMEO: c_int = 28;
 const ZMQ_LAST_ENDPOINT: c_int = 32;
@@ -168,6 +170,11 @@ fn main() {
                     let ms: c_int = ms.parse().unwrap_or(5000);
                     let p = (&ms as *const c_int).cast();
                     ok_or_err(zmq_setsockopt(sock, ZMQ_RCVTIMEO, p, 4))
+                }
+                ["ipv6", on] => {
+                    let on: c_int = c_int::from(*on == "1");
+                    let p = (&on as *const c_int).cast();
+                    ok_or_err(zmq_setsockopt(sock, ZMQ_IPV6, p, 4))
                 }
                 ["connect", ep] => ok_or_err(zmq_connect(sock, cstr(ep).as_ptr())),
                 ["connect_peer", ep] => match zmq_connect_peer(sock, cstr(ep).as_ptr()) {

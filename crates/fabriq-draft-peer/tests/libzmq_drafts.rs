@@ -3,7 +3,7 @@
 //! and with either side binding: CLIENT/SERVER (routing ids, replies,
 //! EHOSTUNREACH), SCATTER/GATHER, RADIO/DISH (groups, JOIN/LEAVE),
 //! CHANNEL, and a refused pair; PEER with `connect_peer` over tcp both
-//! ways; and over `udp://` (127.0.0.1 and loopback multicast only),
+//! ways; and over `udp://` (127.0.0.1, ::1 and loopback multicast),
 //! RADIO/DISH both ways, the datagram size limit, and DGRAM both ways.
 //!
 //! Every wait is bounded: the peer's answers are awaited with a 10 s
@@ -441,6 +441,72 @@ fn libzmq_radio_to_fabriq_dish_over_udp() {
     radio.ok("send hello - tv");
     let m = dish.recv_msg(0).unwrap();
     assert_eq!((m.group(), &m[..]), (Some("tv"), &b"hello"[..]));
+}
+
+#[test]
+fn libzmq_radio_to_fabriq_dish_over_udp_ipv6() {
+    // Both sides with ZMQ_IPV6, over ::1.
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.set_ipv6(true).unwrap();
+    dish.bind("udp://[::1]:*").unwrap();
+    let ep = dish.get_last_endpoint().unwrap().unwrap();
+    assert!(ep.starts_with("udp://[::1]:"), "{ep}");
+    dish.join("tv").unwrap();
+    let mut radio = Peer::new("RADIO");
+    radio.ok("ipv6 1");
+    radio.ok(&format!("connect {ep}"));
+    dish.set_rcvtimeo(50).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no probe from libzmq's RADIO over ::1"
+        );
+        radio.ok("send probe - tv");
+        if dish.recv_msg(0).is_ok() {
+            break;
+        }
+    }
+    while dish.recv_msg(0).is_ok() {}
+    dish.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    radio.ok("send no - other");
+    radio.ok("send hello - tv");
+    let m = dish.recv_msg(0).unwrap();
+    assert_eq!((m.group(), &m[..]), (Some("tv"), &b"hello"[..]));
+}
+
+#[test]
+fn fabriq_radio_to_libzmq_dish_over_udp_ipv6() {
+    let ctx = Context::new();
+    let port = {
+        let s = std::net::UdpSocket::bind("[::1]:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let mut dish = Peer::new("DISH");
+    dish.ok("ipv6 1");
+    dish.ok(&format!("bind udp://[::1]:{port}"));
+    dish.ok("join tv");
+    dish.ok("rcvtimeo 50");
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.set_ipv6(true).unwrap();
+    radio.connect(&format!("udp://[::1]:{port}")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no probe reached libzmq's DISH over ::1"
+        );
+        radio_send(&radio, "tv", "probe");
+        if dish.ask("recv").starts_with("msg") {
+            break;
+        }
+    }
+    while dish.ask("recv").starts_with("msg") {}
+    dish.ok("rcvtimeo 5000");
+    radio_send(&radio, "other", "no");
+    radio_send(&radio, "tv", "hello");
+    assert_eq!(dish.recv(), (0, Some("tv".into()), "hello".into()));
 }
 
 #[test]
