@@ -553,3 +553,119 @@ fn credits_beyond_the_window_drop_the_receiver_and_no_one_else() {
     exchange(MESSAGES);
     assert_eq!(got, MESSAGES);
 }
+
+/// Reads whatever fabriq sent on the control connection within `wait`
+/// and returns the pages its CREDIT commands granted (other commands,
+/// heartbeats for instance, are passed over). `None`: the connection
+/// closed.
+fn read_credits(s: &mut TcpStream, pending: &mut Vec<u8>, wait: Duration) -> Option<u32> {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 4096];
+    match s.read(&mut buf) {
+        Ok(0) => return None,
+        Ok(n) => pending.extend_from_slice(&buf[..n]),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+        Err(_) => return None,
+    }
+    let mut granted = 0;
+    loop {
+        let (head, len) = match pending.first() {
+            Some(f) if f & 0x02 != 0 && pending.len() >= 9 => (
+                9,
+                u64::from_be_bytes(pending[1..9].try_into().unwrap()) as usize,
+            ),
+            Some(f) if f & 0x02 == 0 && pending.len() >= 2 => (2, pending[1] as usize),
+            _ => break,
+        };
+        if pending.len() < head + len {
+            break;
+        }
+        let frame: Vec<u8> = pending.drain(..head + len).collect();
+        let body = &frame[head..];
+        if frame[0] & 0x04 != 0 && body.len() == 11 && &body[..7] == b"\x06CREDIT" {
+            granted += u32::from_be_bytes(body[7..11].try_into().unwrap());
+        }
+    }
+    Some(granted)
+}
+
+/// A rogue PUSH that starts a message and does not end it: page after
+/// page holds one more 1-byte frame with MORE set, sent as fast as credits
+/// come back. A frame that is a slice of its page keeps that page from the
+/// node's shared pool of posted receives, which every connection's credits
+/// come from; held by a message that does not end, hundreds of pages were
+/// kept (one 3-byte frame each) and the good PUSH beside the rogue starved.
+/// Now the good peer's messages all arrive while the rogue goes on, and the
+/// rogue's message, when it ends after 1,024 frames, arrives whole.
+#[test]
+fn a_message_that_does_not_end_starves_no_other_peer() {
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.connect(&endpoint).unwrap();
+    push.send("first", 0).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"first");
+
+    let mut rogue = Rogue::open();
+    let mut s = TcpStream::connect(&control).unwrap();
+    let props = handshake(&mut s, b"PUSH", &rogue);
+    let mut credits: u32 = prop(&props, "X-Fabriq-Ofi-Window");
+    let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+    let dest = rogue
+        .ep
+        .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+        .unwrap();
+    // Eight times the receives the node posts (128).
+    const FRAMES: u32 = 1024;
+    let mut sent = 0u32;
+    let mut pending = Vec::new();
+    let deadline = Instant::now() + 3 * LIMIT;
+    while sent <= FRAMES {
+        assert!(
+            Instant::now() < deadline,
+            "the rogue got no credits after {sent} pages of one message"
+        );
+        while credits > 0 && sent <= FRAMES {
+            let frame: &[u8] = if sent < FRAMES {
+                &[0x01, 1, b'y']
+            } else {
+                &[0x00, 1, b'z']
+            };
+            rogue.send_bytes(dest, id, sent, frame);
+            sent += 1;
+            credits -= 1;
+        }
+        rogue.progress();
+        credits += read_credits(&mut s, &mut pending, Duration::from_millis(5))
+            .expect("the rogue's connection stays open: its message is legal, only long");
+        if sent == FRAMES / 2 {
+            // Half way: the good peer is served meanwhile.
+            push.send("meanwhile", 0).unwrap();
+            assert_eq!(pull.recv_bytes(0).unwrap(), b"meanwhile");
+        }
+    }
+    for i in 0..MESSAGES {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    let mut good = 0u32;
+    let mut rogues = 0;
+    while good < MESSAGES || rogues == 0 {
+        let m = pull.recv_multipart(0).expect("a message within the limit");
+        if m.len() == 1 {
+            assert_eq!(m[0], good.to_be_bytes(), "in order, none lost");
+            good += 1;
+        } else {
+            assert_eq!(m.len(), FRAMES as usize + 1, "the rogue's message, whole");
+            assert!(m[..FRAMES as usize].iter().all(|p| p == b"y"));
+            assert_eq!(m[FRAMES as usize], b"z");
+            rogues += 1;
+        }
+    }
+    assert_eq!(rogues, 1);
+}

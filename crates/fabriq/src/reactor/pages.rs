@@ -123,9 +123,20 @@ pub(crate) fn bad_rdv() -> ProtocolError {
     }
 }
 
+/// Frames of an unfinished message that may stay slices of the pages they
+/// arrived in; the next one copies them out (and itself), so the count
+/// starts again. A page goes back to the node's shared pool of posted
+/// receives only when its last slice is dropped, and a frame waits in the
+/// message until its last frame arrives: without this bound a peer that
+/// starts a message and never ends it (credits come back as its pages are
+/// decoded) kept hundreds of pages, one 3-byte frame each, and every
+/// other connection of the node starved (the receives could not be
+/// posted again). Copied out, the frames cost their own size, as over tcp.
+const PINNED_PARTS: usize = 8;
+
 /// Cuts received pages into frames and messages. Frames lying wholly in
-/// a page come out as slices of it; a frame that straddles pages is
-/// gathered by copying.
+/// a page come out as slices of it (up to [`PINNED_PARTS`] per unfinished
+/// message); a frame that straddles pages is gathered by copying.
 #[derive(Debug)]
 pub struct PageReader {
     /// The bytes of a frame that straddles pages.
@@ -133,6 +144,8 @@ pub struct PageReader {
     decoder: FrameDecoder,
     /// Frames of the message being assembled.
     parts: Multipart,
+    /// Which of `parts` are slices of received pages (their indices).
+    pinned: Vec<usize>,
     publisher: bool,
 }
 
@@ -144,6 +157,7 @@ impl PageReader {
             straddle: BytesMut::new(),
             decoder: FrameDecoder::new(max_data, 64 * 1024),
             parts: Multipart::new(),
+            pinned: Vec::new(),
             publisher,
         }
     }
@@ -153,10 +167,37 @@ impl PageReader {
         !self.straddle.is_empty()
     }
 
-    /// Adds a frame read by rendezvous; returns the message it completes.
+    /// Adds a frame read by rendezvous (a buffer of its own, not a page);
+    /// returns the message it completes.
     pub fn push_part(&mut self, data: Bytes, more: bool) -> Option<Multipart> {
         self.parts.push(data);
-        (!more).then(|| std::mem::take(&mut self.parts))
+        self.end_of_part(more)
+    }
+
+    /// Adds a frame that is a slice of a received page; returns the
+    /// message it completes. See [`PINNED_PARTS`].
+    fn push_page_part(&mut self, data: Bytes, more: bool) -> Option<Multipart> {
+        if more && self.pinned.len() == PINNED_PARTS {
+            for i in self.pinned.drain(..) {
+                let part = &mut self.parts[i];
+                copies::count(Site::Gather, part.len());
+                *part = Bytes::copy_from_slice(part);
+            }
+            copies::count(Site::Gather, data.len());
+            self.parts.push(Bytes::copy_from_slice(&data));
+            return None;
+        }
+        self.pinned.push(self.parts.len());
+        self.parts.push(data);
+        self.end_of_part(more)
+    }
+
+    fn end_of_part(&mut self, more: bool) -> Option<Multipart> {
+        if more {
+            return None;
+        }
+        self.pinned.clear();
+        Some(std::mem::take(&mut self.parts))
     }
 
     /// The next item of the page stream, taking pages from the front of
@@ -168,7 +209,8 @@ impl PageReader {
         consumed: &mut u32,
     ) -> Result<Option<PageItem>, ProtocolError> {
         loop {
-            let frame = if self.straddle.is_empty() {
+            let from_page = self.straddle.is_empty();
+            let frame = if from_page {
                 let Some(front) = received.front_mut() else {
                     return Ok(None);
                 };
@@ -214,7 +256,12 @@ impl PageReader {
                 };
                 return Ok(Some(item));
             }
-            if let Some(msg) = self.push_part(frame.data, frame.more) {
+            let msg = if from_page {
+                self.push_page_part(frame.data, frame.more)
+            } else {
+                self.push_part(frame.data, frame.more)
+            };
+            if let Some(msg) = msg {
                 return Ok(Some(PageItem::Msg(msg)));
             }
         }
@@ -337,4 +384,60 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Whether `part` points into one of `pages`.
+    fn in_pages(part: &Bytes, pages: &[Bytes]) -> bool {
+        let p = part.as_ptr() as usize;
+        pages.iter().any(|page| {
+            let start = page.as_ptr() as usize;
+            (start..start + page.len()).contains(&p)
+        })
+    }
+
+    #[test]
+    fn an_unfinished_message_holds_at_most_pinned_parts_of_its_pages() {
+        let mut reader = PageReader::new(None, false);
+        let mut received = VecDeque::new();
+        let mut consumed = 0;
+        // 30 pages, each one frame of the same message; a 31st ends it.
+        let pages: Vec<Bytes> = (0..31u8)
+            .map(|i| {
+                let more = u8::from(i < 30);
+                Bytes::from(vec![more, 1, i])
+            })
+            .collect();
+        for (i, page) in pages.iter().enumerate() {
+            received.push_back(page.clone());
+            let item = reader.next(&mut received, &mut consumed).unwrap();
+            let held = reader.parts.iter().filter(|p| in_pages(p, &pages)).count();
+            assert!(held <= PINNED_PARTS, "{held} frames still in their pages");
+            if i < 30 {
+                assert!(item.is_none());
+                assert_eq!(reader.parts.len(), i + 1);
+            } else {
+                let Some(PageItem::Msg(msg)) = item else {
+                    panic!("the last frame ends the message: {item:?}");
+                };
+                let bodies: Vec<u8> = msg.iter().map(|p| p[0]).collect();
+                assert_eq!(
+                    bodies,
+                    (0..31).collect::<Vec<u8>>(),
+                    "every frame, in order"
+                );
+            }
+        }
+        assert_eq!(consumed, 31);
+        // A short message stays zero-copy.
+        let page = Bytes::from_static(b"\x01\x01a\x00\x01b");
+        received.push_back(page.clone());
+        let Some(PageItem::Msg(msg)) = reader.next(&mut received, &mut consumed).unwrap() else {
+            panic!("a two-frame message");
+        };
+        assert!(msg.iter().all(|p| in_pages(p, std::slice::from_ref(&page))));
+    }
 }
