@@ -1,6 +1,7 @@
 //! libzmq's draft socket types on fabriq, fabriq on both sides: CLIENT /
-//! SERVER, SCATTER / GATHER, RADIO / DISH and CHANNEL over tcp, ipc and
-//! inproc; the errors libzmq gives; refused socket-type pairs; and the
+//! SERVER, SCATTER / GATHER, RADIO / DISH and CHANNEL over tcp, ipc,
+//! inproc and the fabric (`ofi+tcp://`, `ofi+shm://`: libfabric's tcp and
+//! shm providers); the errors libzmq gives; refused socket-type pairs; and the
 //! bytes RADIO and DISH put on the wire, checked against a hand-written
 //! ZMTP peer that frames as libzmq's `radio.cpp` / `dish.cpp` do.
 //! (The interop tests against a draft-built libzmq are in
@@ -28,9 +29,19 @@ enum Transport {
     Tcp,
     Ipc,
     Inproc,
+    /// libfabric's tcp provider (`ofi+tcp://`).
+    OfiTcp,
+    /// libfabric's shm provider (`ofi+shm://`).
+    OfiShm,
 }
 
-const ALL: [Transport; 3] = [Transport::Tcp, Transport::Ipc, Transport::Inproc];
+const ALL: [Transport; 5] = [
+    Transport::Tcp,
+    Transport::Ipc,
+    Transport::Inproc,
+    Transport::OfiTcp,
+    Transport::OfiShm,
+];
 
 fn sock(ctx: &Context, ty: SocketType) -> Socket {
     let s = ctx.socket(ty).unwrap();
@@ -50,6 +61,8 @@ fn bind(s: &Socket, t: Transport) -> String {
             unique()
         ),
         Transport::Inproc => format!("inproc://drafts-{}", unique()),
+        Transport::OfiTcp => "ofi+tcp://127.0.0.1:*".to_string(),
+        Transport::OfiShm => "ofi+shm://127.0.0.1:*".to_string(),
     };
     s.bind(&ep).unwrap();
     s.get_last_endpoint().unwrap().unwrap()
@@ -105,6 +118,16 @@ fn client_server_ipc() {
 #[test]
 fn client_server_inproc() {
     client_server(Transport::Inproc);
+}
+
+#[test]
+fn client_server_ofi_tcp() {
+    client_server(Transport::OfiTcp);
+}
+
+#[test]
+fn client_server_ofi_shm() {
+    client_server(Transport::OfiShm);
 }
 
 #[test]
@@ -204,6 +227,16 @@ fn scatter_gather_inproc() {
 }
 
 #[test]
+fn scatter_gather_ofi_tcp() {
+    scatter_gather(Transport::OfiTcp);
+}
+
+#[test]
+fn scatter_gather_ofi_shm() {
+    scatter_gather(Transport::OfiShm);
+}
+
+#[test]
 fn scatter_round_robins_over_gathers() {
     let ctx = Context::new();
     let scatter = sock(&ctx, fabriq::SCATTER);
@@ -234,6 +267,39 @@ fn channel_pairs_single_part() {
         a.send("pong", 0).unwrap();
         assert_eq!(b.recv_string(0).unwrap().unwrap(), "pong", "{t:?}");
         assert_eq!(a.send("x", fabriq::SNDMORE), Err(Error::EINVAL));
+    }
+}
+
+#[test]
+fn peer_connect_peer_routes_both_ways_on_every_transport() {
+    // PEER over tcp is also in udp_peer_dgram.rs, and against libzmq in
+    // crates/fabriq-draft-peer; here every transport, the fabric's too.
+    for t in ALL {
+        let ctx = Context::new();
+        let a = sock(&ctx, fabriq::PEER);
+        let a_ep = bind(&a, t);
+        let c = sock(&ctx, fabriq::PEER);
+        let c_ep = bind(&c, t);
+        let b = sock(&ctx, fabriq::PEER);
+        let to_a = b.connect_peer(&a_ep).unwrap();
+        let to_c = b.connect_peer(&c_ep).unwrap();
+        assert!(to_a != to_c && to_a != 0, "{t:?}");
+        for (id, who) in [(to_a, &a), (to_c, &c)] {
+            let mut m = Message::from("hello");
+            m.set_routing_id(id).unwrap();
+            b.send(m, 0).unwrap();
+            let got = who.recv_msg(0).unwrap();
+            assert_eq!(&got[..], b"hello", "{t:?}");
+            let mut reply = Message::from("back");
+            reply.set_routing_id(got.routing_id().unwrap()).unwrap();
+            who.send(reply, 0).unwrap();
+            let back = b.recv_msg(0).unwrap();
+            assert_eq!(
+                (&back[..], back.routing_id()),
+                (&b"back"[..], Some(id)),
+                "{t:?}"
+            );
+        }
     }
 }
 
@@ -342,6 +408,16 @@ fn radio_dish_ipc() {
 #[test]
 fn radio_dish_inproc() {
     radio_dish(Transport::Inproc);
+}
+
+#[test]
+fn radio_dish_ofi_tcp() {
+    radio_dish(Transport::OfiTcp);
+}
+
+#[test]
+fn radio_dish_ofi_shm() {
+    radio_dish(Transport::OfiShm);
 }
 
 #[test]
