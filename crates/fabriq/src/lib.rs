@@ -47,8 +47,11 @@ mod signal;
 mod socket;
 mod spin;
 mod sync;
+#[cfg(not(loom))]
+mod thread_safe;
 mod topics;
 mod transport;
+mod turns;
 mod zap;
 
 pub mod auth;
@@ -71,6 +74,8 @@ pub use message::{Message, GROUP_MAX_LENGTH};
 pub use poll::{poll, PollEvents, PollItem, POLLERR, POLLIN, POLLOUT};
 pub use proxy::{proxy, proxy_steerable, proxy_steerable_with_capture, proxy_with_capture};
 pub use socket::{Sendable, Socket};
+#[cfg(not(loom))]
+pub use thread_safe::ThreadSafeSocket;
 
 /// Send flag: do not block; fail with `EAGAIN` instead.
 pub const DONTWAIT: i32 = 1;

@@ -163,12 +163,17 @@ impl Signal {
         self.clear_with(|| {});
     }
 
+    /// [`Signal::clear`], saying whether it took a raise off the eventfd.
+    pub(crate) fn clear_took(&self) -> bool {
+        self.clear_with(|| {})
+    }
+
     /// [`Signal::clear`], running `between` after the flag was seen on and
     /// before the eventfd is read: the window a concurrent raise can hit,
     /// which tests use to replay that interleaving.
-    pub(crate) fn clear_with(&self, between: impl FnOnce()) {
+    pub(crate) fn clear_with(&self, between: impl FnOnce()) -> bool {
         if !self.raised.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         between();
         if self.counter.take() {
@@ -178,7 +183,9 @@ impl Signal {
             self.raised.swap(false, Ordering::AcqRel);
             self.takes
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return true;
         }
+        false
     }
 
     /// How many times a clear has taken a raise off the eventfd so far.

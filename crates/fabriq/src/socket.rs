@@ -69,6 +69,10 @@ pub(crate) struct Core {
     pub(crate) sending: bool,
     last_endpoint: String,
     endpoints: Endpoints,
+    /// Several threads share the socket's signal ([`crate::ThreadSafeSocket`]):
+    /// a look does not clear it; the thread whose turn it is to sleep on
+    /// it does (see `turns.rs`).
+    pub(crate) shared_signal: bool,
 }
 
 impl Core {
@@ -163,6 +167,7 @@ impl Socket {
                 sending: false,
                 last_endpoint: String::new(),
                 endpoints: Endpoints { list: Vec::new() },
+                shared_signal: false,
             }),
         })
     }
@@ -211,8 +216,11 @@ impl Socket {
         let mut spell = SpellEnd(None);
         loop {
             // Clear first: anything that happens after this look raises
-            // the signal again, so no wake-up is lost.
-            self.shared.signal.clear();
+            // the signal again, so no wake-up is lost. (A shared signal is
+            // cleared by the thread whose turn it is to sleep on it.)
+            if !core.shared_signal {
+                self.shared.signal.clear();
+            }
             if self.ctx.is_terminated() {
                 return err(Error::ETERM, "the context was terminated");
             }
@@ -620,7 +628,7 @@ impl Socket {
 
     /// The signal behind [`Socket::get_fd`], shared (the async API keeps
     /// the descriptor open for as long as tokio has it registered).
-    #[cfg_attr(any(loom, not(feature = "tokio")), allow(dead_code))]
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn signal_handle(&self) -> Arc<Signal> {
         self.shared.signal.clone()
     }
@@ -738,6 +746,20 @@ impl Socket {
     /// The socket's type.
     pub fn get_socket_type(&self) -> Result<SocketType> {
         Ok(self.shared.socket_type.into())
+    }
+
+    /// Whether the socket's type is one libzmq makes thread-safe
+    /// (`ZMQ_THREAD_SAFE`: CLIENT, SERVER, RADIO, DISH, SCATTER, GATHER,
+    /// PEER, CHANNEL): such a socket can be shared between threads as a
+    /// [`crate::ThreadSafeSocket`].
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// assert!(ctx.socket(fabriq::SERVER).unwrap().is_thread_safe().unwrap());
+    /// assert!(!ctx.socket(fabriq::ROUTER).unwrap().is_thread_safe().unwrap());
+    /// ```
+    pub fn is_thread_safe(&self) -> Result<bool> {
+        Ok(self.shared.socket_type.is_draft())
     }
 
     /// The endpoint last bound or connected, with ephemeral ports resolved.

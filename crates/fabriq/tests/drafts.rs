@@ -639,3 +639,126 @@ fn multipart_from_a_peer_is_dropped_as_libzmq_does() {
         assert_eq!(m.routing_id().is_some(), ours == fabriq::SERVER);
     }
 }
+
+// ---- thread-safe sockets ------------------------------------------------
+
+/// Four threads receive on one SERVER while two CLIENTs send: every
+/// message reaches exactly one of them, and each answers its client by
+/// routing id while the others are blocked in `recv_msg`.
+#[test]
+fn a_thread_safe_server_serves_from_four_threads() {
+    use fabriq::ThreadSafeSocket;
+    use std::sync::Arc;
+    const EACH: u32 = 500;
+    for t in [Transport::Tcp, Transport::Inproc, Transport::OfiTcp] {
+        let ctx = Context::new();
+        let server = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::SERVER)).unwrap());
+        let ep = server.with(|s| bind(s, t));
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let server = server.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        let m = server.recv_msg(0).expect("a request within the timeout");
+                        if &m[..] == b"stop" {
+                            return got;
+                        }
+                        got.push(u32::from_be_bytes(m[..4].try_into().unwrap()));
+                        let mut reply = Message::from(&m[..]);
+                        reply.set_routing_id(m.routing_id().unwrap()).unwrap();
+                        server.send(reply, 0).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let clients: Vec<_> = (0..2u32)
+            .map(|c| {
+                let ctx = ctx.clone();
+                let ep = ep.clone();
+                std::thread::spawn(move || {
+                    let client = sock(&ctx, fabriq::CLIENT);
+                    client.connect(&ep).unwrap();
+                    for i in 0..EACH {
+                        let n = c * EACH + i;
+                        client.send(&n.to_be_bytes()[..], 0).unwrap();
+                        let back = client.recv_msg(0).expect("a reply within the timeout");
+                        assert_eq!(&back[..], n.to_be_bytes(), "{t:?}");
+                    }
+                    client
+                })
+            })
+            .collect();
+        let clients: Vec<Socket> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+        for _ in 0..4 {
+            clients[0].send("stop", 0).unwrap();
+        }
+        let mut all: Vec<u32> = workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..2 * EACH).collect::<Vec<_>>(),
+            "{t:?}: each exactly once"
+        );
+    }
+}
+
+/// A thread blocked in `recv_msg` does not hold the socket: another
+/// thread sends on it meanwhile (with a `Mutex<Socket>` the send would
+/// wait for the receive, which waits for the reply to the send).
+#[test]
+fn a_blocked_receive_does_not_hold_a_thread_safe_socket() {
+    use fabriq::ThreadSafeSocket;
+    use std::sync::Arc;
+    let ctx = Context::new();
+    let server = sock(&ctx, fabriq::SERVER);
+    let ep = bind(&server, Transport::Tcp);
+    let client = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::CLIENT)).unwrap());
+    client.with(|c| c.connect(&ep)).unwrap();
+    let receiver = {
+        let client = client.clone();
+        std::thread::spawn(move || client.recv_msg(0).map(|m| m.to_vec()))
+    };
+    client.send("ping", 0).unwrap();
+    let m = server.recv_msg(0).unwrap();
+    let mut reply = Message::from("pong");
+    reply.set_routing_id(m.routing_id().unwrap()).unwrap();
+    server.send(reply, 0).unwrap();
+    assert_eq!(receiver.join().unwrap().unwrap(), b"pong");
+}
+
+/// Two threads blocked on an idle thread-safe socket both time out after
+/// the receive timeout, and neither before it.
+#[test]
+fn thread_safe_receives_time_out_on_an_idle_socket() {
+    use fabriq::ThreadSafeSocket;
+    use std::sync::Arc;
+    let ctx = Context::new();
+    let dish = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::DISH)).unwrap());
+    dish.with(|d| d.set_rcvtimeo(200)).unwrap();
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let dish = dish.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let r = dish.recv_msg(0).map(|m| m.to_vec());
+                (r, t0.elapsed())
+            })
+        })
+        .collect();
+    for w in waiters {
+        let (r, took) = w.join().unwrap();
+        assert_eq!(r, Err(Error::EAGAIN));
+        assert!(
+            took >= Duration::from_millis(195) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    }
+    assert_eq!(
+        dish.recv_msg(fabriq::DONTWAIT).map(|m| m.to_vec()),
+        Err(Error::EAGAIN)
+    );
+}
