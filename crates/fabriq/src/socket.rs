@@ -227,7 +227,11 @@ impl Socket {
             self.process_commands(core);
             match op(core) {
                 Err(Error::EAGAIN) => {
-                    if nonblocking || timeout_ms == 0 {
+                    // A shared socket's blocking waits are the
+                    // ThreadSafeSocket's own (a wait here would hold the
+                    // socket, and could clear a raise another thread
+                    // sleeps for): a call made through `with` never blocks.
+                    if nonblocking || timeout_ms == 0 || core.shared_signal {
                         return Err(Error::EAGAIN);
                     }
                     let spin_us = core.opts.spin_us;

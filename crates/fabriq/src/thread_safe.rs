@@ -96,9 +96,10 @@ impl ThreadSafeSocket {
     }
 
     /// Runs `f` on the socket under its lock: options, `bind`, `connect`,
-    /// `join`, `connect_peer`... A blocking call made inside `f` blocks
-    /// every other thread until it returns; send and receive through
-    /// [`send`](Self::send) and [`recv_msg`](Self::recv_msg) instead.
+    /// `join`, `connect_peer`... Sends and receives made inside `f` never
+    /// block (they answer EAGAIN as with `DONTWAIT`): blocking ones are
+    /// [`send`](Self::send) and [`recv_msg`](Self::recv_msg), which wait
+    /// without holding the socket.
     pub fn with<R>(&self, f: impl FnOnce(&Socket) -> R) -> R {
         f(&self.lock())
     }
@@ -138,7 +139,11 @@ impl ThreadSafeSocket {
         };
         match first {
             Err(Error::EAGAIN) if flags & DONTWAIT == 0 && timeout_ms != 0 => {}
-            done => return done,
+            Err(Error::EAGAIN) => return Err(Error::EAGAIN),
+            done => {
+                self.turns.took(&self.signal);
+                return done;
+            }
         }
         let deadline = u64::try_from(timeout_ms)
             .ok()

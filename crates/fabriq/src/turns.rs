@@ -26,10 +26,12 @@
 //!
 //! A follower notes the turn number before its look and follows only if
 //! it has not changed since, so a change between its look and its sleep
-//! is never missed. Nothing is raised that the socket did not raise, so
-//! threads blocked on an idle socket stay asleep (an earlier draft passed
-//! raises on to the leader and could make two idle threads wake each other
-//! for ever). The loom models at the end check that every thread gets what
+//! is never missed. A look that got what it wanted wakes the leader (a
+//! receive may have filed more messages than it took, raising nothing);
+//! nothing else is raised that the socket did not raise, so threads
+//! blocked on an idle socket stay asleep (an earlier draft passed every
+//! raise a look took on to the leader, and could make two idle threads
+//! wake each other for ever). The loom models at the end check that every thread gets what
 //! was made for it, in every interleaving with up to two preemptions; they
 //! were checked to fail when the leader does not tell the followers after
 //! its clear took a raise, and when a follower sleeps without checking the
@@ -67,6 +69,19 @@ impl Turns {
         self.changed.notify_all();
     }
 
+    /// After a look that got what it wanted: wakes the leader, if one
+    /// sleeps, to look again. A look can leave more behind than it took
+    /// without the socket raising anything: a receive that finds its pipe
+    /// empty reads the connection itself and files every message that had
+    /// arrived (the reader is awake, so the pipe raises nothing), then
+    /// takes one. (Only a look that succeeded does this, so threads on an
+    /// idle socket still sleep.)
+    pub(crate) fn took(&self, signal: &Signal) {
+        if self.lock().leader {
+            signal.raise_data();
+        }
+    }
+
     /// Runs `look` until it gives a result, sleeping in turns with the
     /// other threads between looks, until `deadline` (forever if `None`);
     /// `None` when the deadline passed. `look` must not block: it is the
@@ -80,6 +95,7 @@ impl Turns {
         loop {
             let seen = self.lock().turn;
             if let Some(done) = look() {
+                self.took(signal);
                 return Some(done);
             }
             if past(deadline) {
@@ -105,6 +121,7 @@ impl Turns {
             state.leader = false;
             self.next_turn(state);
             if found.is_some() {
+                self.took(signal);
                 return found;
             }
         }
@@ -227,6 +244,62 @@ mod loom_models {
                 state.lock().unwrap()[i] = true;
                 signal.raise_data();
                 let h = handles[i].take().unwrap();
+                assert_eq!(h.join().unwrap(), Some(i));
+            }
+        });
+    }
+
+    /// Both things arrive together on the connection, and whoever reads it
+    /// first files both: a look that finds its pipe empty reads the
+    /// connection itself (no raise: the reader is awake), or the I/O
+    /// thread does and raises, but only if a look found the pipe empty
+    /// since its last raise (a pipe's `reader_waiting`). The waiter whose
+    /// thing another thread's look filed must still get it.
+    #[test]
+    fn a_thing_filed_by_another_threads_look_is_not_slept_through() {
+        #[derive(Default)]
+        struct Pipe {
+            unread: bool,
+            filed: [bool; 2],
+            reader_waiting: bool,
+        }
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(2);
+        model.check(|| {
+            let signal = Arc::new(Signal::new().unwrap());
+            let turns = Arc::new(Turns::default());
+            let pipe = Arc::new(loom::sync::Mutex::new(Pipe::default()));
+            let handles: Vec<_> = (0..2)
+                .map(|i| {
+                    let (signal, turns, pipe) = (signal.clone(), turns.clone(), pipe.clone());
+                    loom::thread::spawn(move || {
+                        turns.wait_for(&signal, None, || {
+                            let mut p = pipe.lock().unwrap();
+                            if std::mem::take(&mut p.unread) {
+                                p.filed = [true, true];
+                            }
+                            let got = std::mem::take(&mut p.filed[i]);
+                            if !got && p.filed == [false, false] {
+                                p.reader_waiting = true;
+                            }
+                            got.then_some(i)
+                        })
+                    })
+                })
+                .collect();
+            pipe.lock().unwrap().unread = true; // on the connection
+            {
+                // The I/O thread's read, if no look got there first.
+                let mut p = pipe.lock().unwrap();
+                if std::mem::take(&mut p.unread) {
+                    p.filed = [true, true];
+                    if std::mem::take(&mut p.reader_waiting) {
+                        drop(p);
+                        signal.raise_data();
+                    }
+                }
+            }
+            for (i, h) in handles.into_iter().enumerate() {
                 assert_eq!(h.join().unwrap(), Some(i));
             }
         });

@@ -653,6 +653,11 @@ fn a_thread_safe_server_serves_from_four_threads() {
     for t in [Transport::Tcp, Transport::Inproc, Transport::OfiTcp] {
         let ctx = Context::new();
         let server = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::SERVER)).unwrap());
+        // No receive timeout: a worker that slept through a request must
+        // not be rescued by its timeout's look (the clients' 5 s reply
+        // timeout then fails the test). Seen before the fix in `Turns::took`:
+        // one run in a few took 5 s instead of under one.
+        server.with(|s| s.set_rcvtimeo(-1)).unwrap();
         let ep = server.with(|s| bind(s, t));
         let workers: Vec<_> = (0..4)
             .map(|_| {
@@ -693,10 +698,19 @@ fn a_thread_safe_server_serves_from_four_threads() {
         for _ in 0..4 {
             clients[0].send("stop", 0).unwrap();
         }
-        let mut all: Vec<u32> = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
+        // Joined through a channel with a limit: a worker that sleeps
+        // through its "stop" must fail the test, not hang it.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let all: Vec<u32> = workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect();
+            let _ = done.send(all);
+        });
+        let mut all = finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a worker slept through its stop message");
         all.sort_unstable();
         assert_eq!(
             all,
@@ -761,4 +775,11 @@ fn thread_safe_receives_time_out_on_an_idle_socket() {
         dish.recv_msg(fabriq::DONTWAIT).map(|m| m.to_vec()),
         Err(Error::EAGAIN)
     );
+    // A receive inside `with` does not block (it would hold the socket).
+    let t0 = Instant::now();
+    assert_eq!(
+        dish.with(|d| d.recv_msg(0).map(|m| m.to_vec())),
+        Err(Error::EAGAIN)
+    );
+    assert!(t0.elapsed() < Duration::from_millis(150));
 }
