@@ -783,3 +783,53 @@ fn thread_safe_receives_time_out_on_an_idle_socket() {
     );
     assert!(t0.elapsed() < Duration::from_millis(150));
 }
+
+/// A thread blocked in `send` on a full thread-safe CLIENT does not hold
+/// it: another thread receives on the same CLIENT meanwhile, and the send
+/// goes once the SERVER makes room.
+#[test]
+fn a_blocked_send_does_not_hold_a_thread_safe_socket() {
+    use fabriq::ThreadSafeSocket;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let ctx = Context::new();
+    let server = sock(&ctx, fabriq::SERVER);
+    server.set_rcvhwm(1).unwrap();
+    let ep = bind(&server, Transport::Inproc);
+    let client = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::CLIENT)).unwrap());
+    client
+        .with(|c| {
+            c.set_sndhwm(1)?;
+            c.connect(&ep)
+        })
+        .unwrap();
+    client.send("hello", 0).unwrap();
+    let rid = server.recv_msg(0).unwrap().routing_id().unwrap();
+    // Fill the pipe (SNDHWM 1 + RCVHWM 1), then one more waits.
+    let mut sent = 0;
+    while client.send("fill", fabriq::DONTWAIT).is_ok() {
+        sent += 1;
+        assert!(sent < 100, "the CLIENT never filled");
+    }
+    let started = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (client, started) = (client.clone(), started.clone());
+        std::thread::spawn(move || {
+            started.store(true, Ordering::SeqCst);
+            client.send("waited", 0)
+        })
+    };
+    while !started.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    let mut reply = Message::from("meanwhile");
+    reply.set_routing_id(rid).unwrap();
+    server.send(reply, 0).unwrap();
+    assert_eq!(&client.recv_msg(0).unwrap()[..], b"meanwhile");
+    assert!(!sender.is_finished(), "the send went with the pipe full");
+    for _ in 0..sent {
+        assert_eq!(&server.recv_msg(0).unwrap()[..], b"fill");
+    }
+    sender.join().unwrap().unwrap();
+    assert_eq!(&server.recv_msg(0).unwrap()[..], b"waited");
+}
