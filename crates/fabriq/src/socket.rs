@@ -593,10 +593,14 @@ impl Socket {
     /// Whether the socket could receive and send now, without blocking
     /// (what [`Socket::get_events`] reports).
     pub(crate) fn readiness(&self) -> Result<(bool, bool)> {
-        self.shared.signal.clear();
         self.check_open()?;
         let mut core = self.core();
         let core = &mut *core;
+        // As in `wait_for`: a shared signal is cleared only by the thread
+        // whose turn it is to sleep on it.
+        if !core.shared_signal {
+            self.shared.signal.clear();
+        }
         self.process_commands(core);
         let readable = !core.inbox.is_empty() || core.prefetched.is_some() || {
             let Core { pattern, opts, .. } = core;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{err, Error, Result};
 use crate::message::Message;
+use crate::poll::{PollEvents, POLLIN, POLLOUT};
 use crate::signal::Signal;
 use crate::socket::Socket;
 use crate::turns::Turns;
@@ -125,6 +126,31 @@ impl ThreadSafeSocket {
             |s| s.get_rcvtimeo(),
             |s| s.recv_msg(flags | DONTWAIT),
         )
+    }
+
+    /// Waits, without holding the socket, until it can receive (`POLLIN`)
+    /// or send (`POLLOUT`) as `events` asks, or `timeout_ms` passes (-1:
+    /// forever); returns what it can do (empty on timeout). The
+    /// single-socket form of libzmq's `zmq_poller` for thread-safe sockets
+    /// (`zmq_poll` refuses them); another thread may take the message
+    /// before this one receives it.
+    pub fn poll(&self, events: PollEvents, timeout_ms: i64) -> Result<PollEvents> {
+        let wanted = events & (POLLIN | POLLOUT);
+        let ready = |s: &Socket| s.get_events().map(|e| e & wanted);
+        let now = ready(&self.lock())?;
+        if !now.is_empty() || timeout_ms == 0 {
+            return Ok(now);
+        }
+        let deadline = u64::try_from(timeout_ms)
+            .ok()
+            .map(|ms| Instant::now() + Duration::from_millis(ms));
+        let found = self
+            .turns
+            .wait_for(&self.signal, deadline, || match ready(&self.lock()) {
+                Ok(e) if e.is_empty() => None,
+                other => Some(other),
+            });
+        found.unwrap_or(Ok(PollEvents::empty()))
     }
 
     fn blocking<T>(

@@ -833,3 +833,31 @@ fn a_blocked_send_does_not_hold_a_thread_safe_socket() {
     sender.join().unwrap().unwrap();
     assert_eq!(&server.recv_msg(0).unwrap()[..], b"waited");
 }
+
+/// `ThreadSafeSocket::poll` waits without holding the socket: it wakes
+/// when a message comes (sent from another thread meanwhile), and times
+/// out on an idle socket.
+#[test]
+fn a_thread_safe_socket_polls_without_holding_it() {
+    use fabriq::{ThreadSafeSocket, POLLIN, POLLOUT};
+    use std::sync::Arc;
+    let ctx = Context::new();
+    let a = Arc::new(ThreadSafeSocket::new(sock(&ctx, fabriq::CHANNEL)).unwrap());
+    let ep = a.with(|s| bind(s, Transport::Inproc));
+    let b = sock(&ctx, fabriq::CHANNEL);
+    b.connect(&ep).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(a.poll(POLLIN, 100).unwrap(), fabriq::PollEvents::empty());
+    assert!(t0.elapsed() >= Duration::from_millis(95));
+    let poller = {
+        let a = a.clone();
+        std::thread::spawn(move || a.poll(POLLIN, 5000))
+    };
+    // The CHANNEL sends while the other thread polls it.
+    a.send("out", 0).unwrap();
+    assert_eq!(b.recv_string(0).unwrap().unwrap(), "out");
+    b.send("in", 0).unwrap();
+    assert_eq!(poller.join().unwrap().unwrap(), POLLIN);
+    assert_eq!(a.poll(POLLIN | POLLOUT, 0).unwrap(), POLLIN | POLLOUT);
+    assert_eq!(&a.recv_msg(0).unwrap()[..], b"in");
+}
