@@ -335,6 +335,11 @@ fn curve_client_refused_by_libzmq_zap_handler() {
     assert_eq!(py.expect("zap"), vec!["CURVE", &intruder.public.to_z85()]);
     match got {
         Err(Failure::Protocol(ProtocolError::PeerRefusedAuth { status: 400 })) => {}
+        // libzmq sends ERROR 400 and closes; once, in a CI run under load,
+        // the connection closed with no ERROR before it (0 of 30 runs on
+        // a quiet machine). Still a refusal: the handshake never completed
+        // and the handler above saw and refused the key.
+        Err(Failure::Closed) => {}
         other => panic!("libzmq's ZAP handler should refuse us: {other:?}"),
     }
 }
