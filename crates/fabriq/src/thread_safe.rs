@@ -136,20 +136,10 @@ impl ThreadSafeSocket {
     /// before this one receives it.
     pub fn poll(&self, events: PollEvents, timeout_ms: i64) -> Result<PollEvents> {
         let wanted = events & (POLLIN | POLLOUT);
-        let ready = |s: &Socket| s.get_events().map(|e| e & wanted);
-        let now = ready(&self.lock())?;
-        if !now.is_empty() || timeout_ms == 0 {
-            return Ok(now);
-        }
-        let deadline = u64::try_from(timeout_ms)
-            .ok()
-            .map(|ms| Instant::now() + Duration::from_millis(ms));
-        let found = self
-            .turns
-            .wait_for(&self.signal, deadline, || match ready(&self.lock()) {
-                Ok(e) if e.is_empty() => None,
-                other => Some(other),
-            });
+        let found = self.wait(timeout_ms, || match self.lock().get_events() {
+            Ok(e) if (e & wanted).is_empty() => None,
+            other => Some(other.map(|e| e & wanted)),
+        });
         found.unwrap_or(Ok(PollEvents::empty()))
     }
 
@@ -159,27 +149,34 @@ impl ThreadSafeSocket {
         timeout: impl Fn(&Socket) -> Result<i32>,
         op: impl Fn(&Socket) -> Result<T>,
     ) -> Result<T> {
-        let (first, timeout_ms) = {
-            let socket = self.lock();
-            (op(&socket), timeout(&socket)?)
+        let timeout_ms = if flags & DONTWAIT != 0 {
+            0
+        } else {
+            timeout(&self.lock())?
         };
-        match first {
-            Err(Error::EAGAIN) if flags & DONTWAIT == 0 && timeout_ms != 0 => {}
-            Err(Error::EAGAIN) => return Err(Error::EAGAIN),
-            done => {
+        let done = self.wait(i64::from(timeout_ms), || match op(&self.lock()) {
+            Err(Error::EAGAIN) => None,
+            done => Some(done),
+        });
+        done.unwrap_or_else(|| match timeout_ms {
+            0 => Err(Error::EAGAIN),
+            _ => err(Error::EAGAIN, "timed out"),
+        })
+    }
+
+    /// Looks until `look` gives a result, in turns with the other threads,
+    /// for `timeout_ms` (-1: forever; 0: one look); `None` when it passed.
+    fn wait<T>(&self, timeout_ms: i64, mut look: impl FnMut() -> Option<T>) -> Option<T> {
+        if timeout_ms == 0 {
+            let done = look();
+            if done.is_some() {
                 self.turns.took(&self.signal);
-                return done;
             }
+            return done;
         }
         let deadline = u64::try_from(timeout_ms)
             .ok()
             .map(|ms| Instant::now() + Duration::from_millis(ms));
-        let done = self
-            .turns
-            .wait_for(&self.signal, deadline, || match op(&self.lock()) {
-                Err(Error::EAGAIN) => None,
-                done => Some(done),
-            });
-        done.unwrap_or_else(|| err(Error::EAGAIN, "timed out"))
+        self.turns.wait_for(&self.signal, deadline, look)
     }
 }
