@@ -12,8 +12,11 @@
 //!   threshold (8 KiB) is copied once into the write batch, which is what
 //!   lets many small messages leave in one `write`; a larger body is
 //!   written from its own memory (`writev`), never copied.
-//! - **tcp and ipc, receiving**: frames are cut out of the read buffer
-//!   without a copy; the only copy is the start of a frame that had not
+//! - **tcp and ipc, receiving**: a body of at most
+//!   [`INLINE_MAX`] bytes is copied once into its
+//!   message, which holds it inline (that copy replaces two atomic
+//!   reference-count changes on the read buffer); larger frames are cut
+//!   out of the read buffer without a copy, and the only copy is the start of a frame that had not
 //!   wholly arrived when the buffer had to grow: at most the frame and at
 //!   most one read chunk (64 KiB) per message; then a frame of up to 1 MiB
 //!   is read into a buffer of its final size. A larger frame's buffer
@@ -58,6 +61,9 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// final size once their header has arrived.
 pub const WHOLE_FRAME: usize = 1 << 20;
 
+/// The largest body a received message holds inline.
+pub use fabriq::copies::INLINE_MAX;
+
 /// The default fabric page (`fabric_page_size`): larger bodies are lent.
 pub const FABRIC_PAGE: usize = 64 * 1024;
 
@@ -95,7 +101,13 @@ pub fn check(path: Path, run: Run, counted: &Copies) -> Vec<Overrun> {
     let mut rules: Vec<(Site, u64, bool)> = vec![(Site::FromSlice, 0, true), (Site::Api, 0, true)];
     match path {
         Path::Inproc => {
-            for site in [Site::Batch, Site::Page, Site::Regrow, Site::Gather] {
+            for site in [
+                Site::Batch,
+                Site::Page,
+                Site::Regrow,
+                Site::Gather,
+                Site::Inline,
+            ] {
                 rules.push((site, 0, true));
             }
         }
@@ -118,6 +130,14 @@ pub fn check(path: Path, run: Run, counted: &Copies) -> Vec<Overrun> {
             };
             rules.push((Site::Regrow, regrow, false));
             rules.push((Site::Gather, 0, true));
+            // Small bodies are copied out of the read buffer into their
+            // message, exactly once.
+            let inline = if run.size <= INLINE_MAX {
+                n * messages
+            } else {
+                0
+            };
+            rules.push((Site::Inline, inline, true));
         }
         Path::Fabric => {
             // Headers are copied with the bodies: 9 bytes at most each.
@@ -130,6 +150,8 @@ pub fn check(path: Path, run: Run, counted: &Copies) -> Vec<Overrun> {
             }
             rules.push((Site::Batch, 0, true));
             rules.push((Site::Regrow, 0, true));
+            // Frames are delivered as slices of their pages.
+            rules.push((Site::Inline, 0, true));
             // A frame that straddles two pages is gathered: at most once.
             rules.push((Site::Gather, (n + 9) * messages, false));
         }

@@ -166,7 +166,13 @@ fn the_copies_the_api_promises_are_the_only_ones_on_inproc() {
     assert_eq!(got, data);
     assert_eq!(counted.at(Site::FromSlice), 1000);
     assert_eq!(counted.at(Site::Api), 1000 + 600);
-    for site in [Site::Batch, Site::Page, Site::Regrow, Site::Gather] {
+    for site in [
+        Site::Batch,
+        Site::Page,
+        Site::Regrow,
+        Site::Gather,
+        Site::Inline,
+    ] {
         assert_eq!(counted.at(site), 0, "{site:?}");
     }
 }

@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::command::Command;
 use fabriq_zmtp::frame::{encode_header, Frame, FrameDecoder};
 use fabriq_zmtp::greeting::{Greeting, GreetingDecoder, MechanismName, Version, GREETING_LEN};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{
     AuthReply, Config, Connection, CurveKeyPair, CurveSecretKey, Event, MechanismConfig,
     Properties, ProtocolError, SocketType,
@@ -315,7 +316,7 @@ impl Side {
                         Event::Message(m) => {
                             assert!(self.complete, "a message before the handshake");
                             assert!(!m.is_empty());
-                            self.messages.push(m.to_vec());
+                            self.messages.push(m.iter().map(Part::to_bytes).collect());
                         }
                         Event::Subscribe(_) | Event::Cancel(_) | Event::Command { .. } => {
                             assert!(self.complete, "traffic before the handshake");
@@ -357,7 +358,7 @@ impl Side {
             self.out
         );
         if self.conn.is_ready() {
-            let sent = self.conn.send(&[Bytes::from_static(b"after")]);
+            let sent = self.conn.send(&[Part::from_static(b"after")]);
             assert!(sent.is_ok(), "a ready connection refused to send: {sent:?}");
         } else if self.failed.is_none() {
             // Not ready, not failed: either the stream's end or the
@@ -482,9 +483,7 @@ fn man_in_the_middle(
         if queue.is_empty() && op.is_none() {
             if peer.complete && !sent_message && peer.failed.is_none() {
                 // Once both are up: one message from the peer.
-                let _ = peer
-                    .conn
-                    .send(&[Bytes::from_static(b"hello"), Bytes::new()]);
+                let _ = peer.conn.send(&[Part::from_static(b"hello"), Part::new()]);
                 sent_message = true;
                 continue;
             }
@@ -660,7 +659,7 @@ pub fn fabric_pages(data: &[u8]) {
             let got: Vec<Result<Vec<Bytes>, Rdv>> = items
                 .into_iter()
                 .map(|i| match i {
-                    PageItem::Msg(m) => Ok(m.to_vec()),
+                    PageItem::Msg(m) => Ok(m.iter().map(Part::to_bytes).collect()),
                     PageItem::Rdv(r) => Err(r),
                     other => panic!("a data stream yielded {other:?}"),
                 })

@@ -58,12 +58,13 @@ use crate::greeting::{Greeting, GreetingDecoder, Version, OUR_VERSION};
 use crate::mechanism::{
     CurveClient, CurveServer, Mechanism, MechanismConfig, NullMechanism, PlainClient, PlainServer,
 };
+use crate::part::Part;
 use crate::properties::{Properties, IDENTITY, SOCKET_TYPE};
 use crate::socket_type::SocketType;
 
 /// The frames of one message. One or two frames live inline (no
-/// allocation beyond the payloads).
-pub type Multipart = SmallVec<[Bytes; 2]>;
+/// allocation beyond the payloads), and so do small payloads ([`Part`]).
+pub type Multipart = SmallVec<[Part; 2]>;
 
 /// Largest command accepted before the handshake completes. Handshake
 /// commands are small; an unauthenticated peer gets no more.
@@ -630,6 +631,19 @@ impl Connection {
                     }
                 }
                 State::Active => {
+                    // Small data frames are copied out of the read buffer
+                    // into their part (see `part.rs`); the rest are cut
+                    // out of it below.
+                    if !self.sealing && self.owned.is_empty() {
+                        if let Some((part, more)) = self.decoder.decode_small(&mut self.rx) {
+                            self.partial.push(part);
+                            if !more {
+                                let msg = mem::take(&mut self.partial);
+                                return Ok(Some(self.classify(msg)));
+                            }
+                            continue;
+                        }
+                    }
                     let Some(frame) = self.next_frame()? else {
                         return Ok(None);
                     };
@@ -643,7 +657,7 @@ impl Connection {
                             None => continue,
                         }
                     }
-                    self.partial.push(frame.data);
+                    self.partial.push(Part::from(frame.data));
                     if !frame.more {
                         let msg = mem::take(&mut self.partial);
                         return Ok(Some(self.classify(msg)));
@@ -807,8 +821,8 @@ impl Connection {
         let ty = self.config.socket_type;
         if ty.is_publisher() && !ty.uses_groups() && msg.len() == 1 {
             match msg[0].first() {
-                Some(1) => return Event::Subscribe(msg.remove(0).slice(1..)),
-                Some(0) => return Event::Cancel(msg.remove(0).slice(1..)),
+                Some(1) => return Event::Subscribe(msg.remove(0).into_bytes().slice(1..)),
+                Some(0) => return Event::Cancel(msg.remove(0).into_bytes().slice(1..)),
                 _ => {}
             }
         }
@@ -899,7 +913,7 @@ impl Connection {
     /// says why) and this returns [`UsageError::Closed`]; frames of the
     /// message queued before that may still be written, as with any
     /// connection that dies mid-message.
-    pub fn send(&mut self, parts: &[Bytes]) -> Result<(), UsageError> {
+    pub fn send(&mut self, parts: &[Part]) -> Result<(), UsageError> {
         self.check_sendable()?;
         let (last, rest) = parts.split_last().ok_or(UsageError::EmptyMessage)?;
         for part in rest {
@@ -913,12 +927,12 @@ impl Connection {
     /// Queues one data frame after the handshake, sealed if the mechanism
     /// transforms frames.
     #[inline]
-    fn queue_data(&mut self, body: &Bytes, more: bool) -> Result<(), ProtocolError> {
+    fn queue_data(&mut self, body: &Part, more: bool) -> Result<(), ProtocolError> {
         if self.sealing {
             self.seal_and_queue(Frame {
                 more,
                 command: false,
-                data: body.clone(),
+                data: body.to_bytes(),
             })
         } else {
             self.tx.push_frame(body, more);
@@ -1033,7 +1047,7 @@ impl Connection {
             let mut frame = BytesMut::with_capacity(topic.len() + 1);
             frame.extend_from_slice(&[u8::from(subscribe)]);
             frame.extend_from_slice(&topic);
-            let queued = self.queue_data(&frame.freeze(), false);
+            let queued = self.queue_data(&Part::from(frame.freeze()), false);
             self.or_close(queued)
         }
     }
@@ -1328,9 +1342,9 @@ mod tests {
         handshake(&mut xsub, &mut xpub, now);
 
         let parts = [
-            Bytes::from_static(b"topic"),
-            Bytes::new(),
-            Bytes::from_static(b"body"),
+            Part::from_static(b"topic"),
+            Part::new(),
+            Part::from_static(b"body"),
         ];
         xsub.conn.send(&parts).unwrap();
         xsub.conn.subscribe(b"news").unwrap();
@@ -1405,7 +1419,7 @@ mod tests {
         let mut pull = boxed(SocketType::Pull, now);
         handshake(&mut push, &mut pull, now);
         assert_eq!(
-            push.conn.send(&[Bytes::from_static(b"x")]),
+            push.conn.send(&[Part::from_static(b"x")]),
             Err(UsageError::Closed)
         );
         assert!(matches!(
@@ -1413,7 +1427,7 @@ mod tests {
             Err(ProtocolError::MalformedCommand { .. })
         ));
         assert_eq!(
-            push.conn.send(&[Bytes::from_static(b"x")]),
+            push.conn.send(&[Part::from_static(b"x")]),
             Err(UsageError::Closed)
         );
         assert_eq!(push.sealed.load(Ordering::Relaxed), 1);

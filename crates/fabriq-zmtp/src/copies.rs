@@ -33,19 +33,29 @@ pub enum Site {
     Gather,
     /// A copy the caller asked for: `recv_bytes`, `recv_into`, `to_vec`.
     Api,
+    /// A received body small enough to be held inline in its [`Part`]
+    /// (at most [`INLINE_MAX`] bytes), copied out of the read buffer.
+    ///
+    /// [`Part`]: crate::Part
+    /// [`INLINE_MAX`]: crate::part::INLINE_MAX
+    Inline,
 }
 
 impl Site {
     /// Every site, in a fixed order (the order of [`Copies`]'s fields).
-    pub const ALL: [Site; 6] = [
+    pub const ALL: [Site; 7] = [
         Site::FromSlice,
         Site::Batch,
         Site::Page,
         Site::Regrow,
         Site::Gather,
         Site::Api,
+        Site::Inline,
     ];
 }
+
+/// The largest received body copied into its message ([`Site::Inline`]).
+pub use crate::part::INLINE_MAX;
 
 /// Counts `bytes` copied at `site`. Empty without the `copy-count` feature.
 #[inline(always)]
@@ -59,7 +69,7 @@ pub fn count(site: Site, bytes: usize) {
 /// The bytes counted at each site since the process started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Copies {
-    counts: [u64; 6],
+    counts: [u64; 7],
 }
 
 impl Copies {
@@ -70,7 +80,7 @@ impl Copies {
 
     /// What was counted between `earlier` and `self`.
     pub fn since(&self, earlier: &Copies) -> Copies {
-        let mut counts = [0; 6];
+        let mut counts = [0; 7];
         for (i, c) in counts.iter_mut().enumerate() {
             *c = self.counts[i].saturating_sub(earlier.counts[i]);
         }
@@ -104,14 +114,14 @@ mod counters {
 
     use super::{Copies, Site};
 
-    static COUNTS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+    static COUNTS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
     pub(super) fn add(site: Site, bytes: usize) {
         COUNTS[site as usize].fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     pub(super) fn snapshot() -> Copies {
-        let mut counts = [0; 6];
+        let mut counts = [0; 7];
         for (c, a) in counts.iter_mut().zip(COUNTS.iter()) {
             *c = a.load(Ordering::Relaxed);
         }

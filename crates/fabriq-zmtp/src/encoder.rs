@@ -19,6 +19,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use crate::command::Command;
 use crate::copies::{self, Site};
 use crate::frame::{encode_header, header_len, Frame};
+use crate::part::Part;
 
 /// Default size from which bodies are sent by reference (libzmq uses its
 /// 8 KiB batch size for the same cut).
@@ -30,7 +31,7 @@ pub const DEFAULT_BY_REF_THRESHOLD: usize = 8 * 1024;
 /// use bytes::Bytes;
 /// use fabriq_zmtp::Encoder;
 /// let mut enc = Encoder::new(1024);
-/// enc.push_frame(&Bytes::from_static(b"small"), false);
+/// enc.push_frame(&Part::from_static(b"small"), false);
 /// enc.push_frame(&Bytes::from(vec![7u8; 4096]), false); // by reference
 /// let mut slices = [std::io::IoSlice::new(&[]); 8];
 /// let n = enc.io_slices(&mut slices);
@@ -84,8 +85,21 @@ impl Encoder {
     }
 
     /// Queues one data frame.
-    pub fn push_frame(&mut self, body: &Bytes, more: bool) {
-        self.push(body, more, false);
+    pub fn push_frame(&mut self, body: &Part, more: bool) {
+        match body.as_shared() {
+            Some(shared) => self.push(shared, more, false),
+            // Inline bodies are small: they always go into the batch,
+            // unless the by-reference threshold was set that low.
+            None if body.len() >= self.by_ref_threshold => self.push(&body.to_bytes(), more, false),
+            None => {
+                let hlen = header_len(body.len());
+                self.batch.reserve(hlen + body.len());
+                encode_header(&mut self.batch, body.len(), more, false);
+                self.batch.put_slice(body);
+                copies::count(Site::Batch, body.len());
+                self.len += hlen + body.len();
+            }
+        }
     }
 
     /// Queues a command frame.
@@ -181,7 +195,7 @@ impl Encoder {
     /// use bytes::Bytes;
     /// use fabriq_zmtp::Encoder;
     /// let mut enc = Encoder::new(1024);
-    /// enc.push_frame(&Bytes::from_static(b"hello"), false);
+    /// enc.push_frame(&Part::from_static(b"hello"), false);
     /// let mut page = [0u8; 4];
     /// assert_eq!(enc.copy_into(&mut &mut page[..], usize::MAX), 4);
     /// assert_eq!(&page, b"\x00\x05he");
@@ -246,7 +260,7 @@ mod tests {
     fn small_frames_share_one_batch() {
         let mut enc = Encoder::new(64);
         for _ in 0..100 {
-            enc.push_frame(&Bytes::from_static(b"12345678"), false);
+            enc.push_frame(&Part::from_static(b"12345678"), false);
         }
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(enc.io_slices(&mut slices), 1);
@@ -257,9 +271,9 @@ mod tests {
     fn large_bodies_are_not_copied() {
         let big = Bytes::from(vec![1u8; 100]);
         let mut enc = Encoder::new(64);
-        enc.push_frame(&Bytes::from_static(b"a"), true);
-        enc.push_frame(&big, true);
-        enc.push_frame(&Bytes::from_static(b"z"), false);
+        enc.push_frame(&Part::from_static(b"a"), true);
+        enc.push_frame(&Part::from(big.clone()), true);
+        enc.push_frame(&Part::from_static(b"z"), false);
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(enc.io_slices(&mut slices), 3);
         assert_eq!(slices[1].as_ptr(), big.as_ptr());
@@ -270,8 +284,8 @@ mod tests {
     #[test]
     fn partial_advance_keeps_order() {
         let mut enc = Encoder::new(4);
-        enc.push_frame(&Bytes::from_static(b"abcdef"), false);
-        enc.push_frame(&Bytes::from_static(b"x"), false);
+        enc.push_frame(&Part::from_static(b"abcdef"), false);
+        enc.push_frame(&Part::from_static(b"x"), false);
         let expected = [&[0u8, 6][..], b"abcdef", &[0, 1, b'x']].concat();
         let mut written = Vec::new();
         while !enc.is_empty() {
@@ -292,9 +306,9 @@ mod tests {
         let big = Bytes::from((0..=255u8).cycle().take(300).collect::<Vec<u8>>());
         let mut enc = Encoder::new(64);
         enc.push_raw(b"greeting");
-        enc.push_frame(&Bytes::from_static(b"a"), true);
-        enc.push_frame(&big, false);
-        enc.push_frame(&Bytes::from_static(b"z"), false);
+        enc.push_frame(&Part::from_static(b"a"), true);
+        enc.push_frame(&Part::from(big.clone()), false);
+        enc.push_frame(&Part::from_static(b"z"), false);
         let mut expected = b"greeting\x01\x01a\x02".to_vec();
         expected.extend_from_slice(&300u64.to_be_bytes());
         expected.extend_from_slice(&big);

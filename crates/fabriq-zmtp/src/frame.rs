@@ -12,6 +12,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::copies::{self, Site};
 use crate::error::ProtocolError;
+use crate::part::{Part, INLINE_MAX};
 
 /// Flag bit: more frames of this message follow.
 pub const FLAG_MORE: u8 = 0x01;
@@ -150,6 +151,44 @@ impl FrameDecoder {
         buf.advance(header.len);
         let data = buf.split_to(size).freeze();
         Ok(Some(header.frame(data)))
+    }
+
+    /// The data frame at the front of `buf` if it is complete and its body
+    /// fits inline in a [`Part`]: the body copied out, `buf` advanced past
+    /// the frame, and the MORE flag. `None` (and `buf` untouched) for
+    /// anything else, a command, a larger or incomplete frame, or one over
+    /// the size limit, which [`FrameDecoder::decode`] then handles (and
+    /// refuses) as before.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use fabriq_zmtp::frame::FrameDecoder;
+    /// let mut buf = BytesMut::from(&b"\x01\x02hi\x00\x03you\x04\x00"[..]);
+    /// let dec = FrameDecoder::new(None, 1024);
+    /// let (hi, more) = dec.decode_small(&mut buf).unwrap();
+    /// assert!(more && hi.is_inline() && &hi[..] == b"hi");
+    /// assert_eq!(&dec.decode_small(&mut buf).unwrap().0[..], b"you");
+    /// assert!(dec.decode_small(&mut buf).is_none()); // a command
+    /// assert_eq!(&buf[..], b"\x04\x00");
+    /// ```
+    #[inline]
+    pub fn decode_small(&self, buf: &mut BytesMut) -> Option<(Part, bool)> {
+        let (&flags, rest) = buf.split_first()?;
+        if flags & (FLAG_LONG | FLAG_COMMAND) != 0 {
+            return None;
+        }
+        let (&size, rest) = rest.split_first()?;
+        let size = usize::from(size);
+        if size > INLINE_MAX || rest.len() < size {
+            return None;
+        }
+        if self.max_data.is_some_and(|max| size as u64 > max) {
+            return None;
+        }
+        let part = Part::inline(&rest[..size])?;
+        copies::count(Site::Inline, size);
+        buf.advance(2 + size);
+        Some((part, flags & FLAG_MORE != 0))
     }
 
     /// [`FrameDecoder::decode`] for an immutable, shared buffer (one the

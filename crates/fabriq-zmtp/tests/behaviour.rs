@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{command_frame, connected, connected_types, drain, pump, raw_greeting, ready_frame};
+use fabriq_zmtp::part::INLINE_MAX;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Config, Connection, Event, ProtocolError, SocketType};
 
 #[test]
@@ -72,7 +74,7 @@ fn invalid_local_configuration_is_refused() {
 fn sending_before_the_handshake_is_a_usage_error() {
     let mut c = Connection::new(Config::new(SocketType::Push), Instant::now()).unwrap();
     assert_eq!(
-        c.send(&[Bytes::from_static(b"x")]),
+        c.send(&[Part::from_static(b"x")]),
         Err(fabriq_zmtp::UsageError::NotReady)
     );
     let (mut push, _pull) = connected_types(SocketType::Push, SocketType::Pull);
@@ -100,11 +102,11 @@ fn publishers_read_both_subscription_forms() {
             Event::Cancel(news.clone()),
             Event::Cancel(news),
             Event::Message(
-                [Bytes::from_static(b"\x01"), Bytes::new()]
+                [Part::from_static(b"\x01"), Part::new()]
                     .into_iter()
                     .collect()
             ),
-            Event::Message([Bytes::from_static(b"hi")].into_iter().collect()),
+            Event::Message([Part::from_static(b"hi")].into_iter().collect()),
         ]
     );
 }
@@ -117,20 +119,28 @@ fn subscribers_ignore_subscription_commands() {
 }
 
 #[test]
-fn payloads_in_one_read_are_not_copied() {
+fn payloads_in_one_read_are_not_copied_unless_they_fit_inline() {
     let (mut pull, _push) = connected_types(SocketType::Pull, SocketType::Push);
     let buf = pull.recv_buf();
-    buf.extend_from_slice(b"\x00\x03abc\x00\x03def");
+    // Two bodies one byte over the inline limit, then one at it.
+    let big = [b'x'; INLINE_MAX + 1];
+    let small = [b'y'; INLINE_MAX];
+    for body in [&big[..], &big[..], &small[..]] {
+        buf.extend_from_slice(&[0, body.len() as u8]);
+        buf.extend_from_slice(body);
+    }
     let base = buf.as_ptr() as usize;
     pull.input_received(Instant::now());
-    let Some(Event::Message(m1)) = pull.poll_event().unwrap() else {
-        panic!()
+    let mut next = || match pull.poll_event().unwrap() {
+        Some(Event::Message(m)) => m.into_iter().next().unwrap(),
+        other => panic!("expected a message, got {other:?}"),
     };
-    let Some(Event::Message(m2)) = pull.poll_event().unwrap() else {
-        panic!()
-    };
-    assert_eq!(m1[0].as_ptr() as usize, base + 2);
-    assert_eq!(m2[0].as_ptr() as usize, base + 7);
+    let (m1, m2, m3) = (next(), next(), next());
+    assert_eq!(m1.as_ptr() as usize, base + 2);
+    assert_eq!(m2.as_ptr() as usize, base + 2 + big.len() + 2);
+    assert!(!m1.is_inline() && !m2.is_inline());
+    assert!(m3.is_inline());
+    assert_eq!((&m1[..], &m3[..]), (&big[..], &small[..]));
 }
 
 #[test]

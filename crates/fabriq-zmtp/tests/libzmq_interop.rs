@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::frame::FrameDecoder;
 use fabriq_zmtp::greeting::GREETING_LEN;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{
     Command, Config, Connection, Event, PeerInfo, ProtocolError, SocketType, Version,
 };
@@ -229,14 +230,15 @@ impl Driver {
     /// The next event, which must be a message; returns its frames.
     fn expect_message(&mut self, what: &str) -> Vec<Bytes> {
         match self.next_event(what) {
-            Event::Message(m) => m.into_vec(),
+            Event::Message(m) => m.into_iter().map(Part::into_bytes).collect(),
             other => panic!("{}: expected {what}, got {other:?}", self.name),
         }
     }
 
     /// Queues a message and writes it out.
     fn send(&mut self, frames: &[Bytes]) {
-        self.conn.send(frames).expect("send");
+        let frames: Vec<Part> = frames.iter().cloned().map(Part::from).collect();
+        self.conn.send(&frames).expect("send");
         self.flush();
     }
 
@@ -443,7 +445,7 @@ fn publish_until(
     us: &mut Driver,
     round: &dyn Fn(u32) -> Vec<Vec<u8>>,
     count: usize,
-    mut check: impl FnMut(&[Bytes]) -> bool,
+    mut check: impl FnMut(&[Part]) -> bool,
 ) {
     let deadline = Instant::now() + WAIT;
     let mut received = 0;
@@ -699,7 +701,7 @@ fn our_push_to_libzmq_pull() {
 
     // All queued, then written together.
     for i in 0..BURST {
-        us.conn.send(&[Bytes::from(burst_message(i))]).unwrap();
+        us.conn.send(&[Part::from(burst_message(i))]).unwrap();
     }
     us.flush();
     for i in 0..BURST {

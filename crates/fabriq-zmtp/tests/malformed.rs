@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{command_frame, connected_types, raw_greeting, ready_frame};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Config, Connection, Event, ProtocolError, SocketType};
 
 fn fresh(socket_type: SocketType) -> Connection {
@@ -380,7 +381,7 @@ fn unknown_commands_after_the_handshake_reach_the_caller_and_break_nothing() {
     assert_eq!(
         conn.poll_event(),
         Ok(Some(Event::Message(
-            [Bytes::from_static(b"ok")].into_iter().collect()
+            [Part::from_static(b"ok")].into_iter().collect()
         )))
     );
 }

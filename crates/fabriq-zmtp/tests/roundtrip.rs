@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{connected_types, drain, raw_greeting, ready_frame};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Config, Connection, Event, SocketType};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -74,12 +75,12 @@ fn send_items(conn: &mut Connection, items: &[Item]) -> Vec<Event> {
 fn send_item(conn: &mut Connection, item: &Item) -> Event {
     match item {
         Item::Message(parts) => {
-            let parts: Vec<Bytes> = parts.iter().cloned().map(Bytes::from).collect();
+            let parts: Vec<Part> = parts.iter().cloned().map(Part::from).collect();
             conn.send(&parts).unwrap();
             // A single frame starting 0/1 reads as a 3.0 subscription.
             match &parts[..] {
-                [one] if one.first() == Some(&1) => Event::Subscribe(one.slice(1..)),
-                [one] if one.first() == Some(&0) => Event::Cancel(one.slice(1..)),
+                [one] if one.first() == Some(&1) => Event::Subscribe(one.to_bytes().slice(1..)),
+                [one] if one.first() == Some(&0) => Event::Cancel(one.to_bytes().slice(1..)),
                 _ => Event::Message(parts.into_iter().collect()),
             }
         }
@@ -224,7 +225,7 @@ proptest! {
         // no page) when the frame straddles pages.
         let frames = frames(&wire);
         let payloads = got.iter().flat_map(|ev| match ev {
-            Event::Message(parts) => parts.to_vec(),
+            Event::Message(parts) => parts.iter().map(Part::to_bytes).collect(),
             Event::Subscribe(t) | Event::Cancel(t) => vec![t.clone()],
             Event::HandshakeComplete | Event::AuthRequest(_) | Event::Command { .. } => {
                 unreachable!()
@@ -361,12 +362,12 @@ proptest! {
         for item in &items {
             match item {
                 Item::Message(parts) => {
-                    let parts: Vec<Bytes> = parts.iter().cloned().map(Bytes::from).collect();
+                    let parts: Vec<Part> = parts.iter().cloned().map(Part::from).collect();
                     xsub.send(&parts).unwrap();
                     // A single frame starting 0/1 reads as a 3.0 subscription.
                     expected.push(match &parts[..] {
-                        [one] if one.first() == Some(&1) => Event::Subscribe(one.slice(1..)),
-                        [one] if one.first() == Some(&0) => Event::Cancel(one.slice(1..)),
+                        [one] if one.first() == Some(&1) => Event::Subscribe(one.to_bytes().slice(1..)),
+                        [one] if one.first() == Some(&0) => Event::Cancel(one.to_bytes().slice(1..)),
                         _ => Event::Message(parts.into_iter().collect()),
                     });
                 }

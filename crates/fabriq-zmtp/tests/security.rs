@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{command_frame, drain, events, pump};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{
     z85, AuthReply, AuthRequest, Config, Connection, CurveKeyPair, Event, MechanismConfig,
     MechanismName, ProtocolError, SocketType, UsageError,
@@ -55,14 +56,14 @@ fn pair(a: Config, b: Config, now: Instant) -> (Connection, Connection) {
 
 /// Sends `parts` from `a` and returns what `b` makes of it.
 fn deliver(a: &mut Connection, b: &mut Connection, parts: &[&'static [u8]]) -> Vec<Event> {
-    let parts: Vec<Bytes> = parts.iter().map(|p| Bytes::from_static(p)).collect();
+    let parts: Vec<Part> = parts.iter().map(|p| Part::from_static(p)).collect();
     a.send(&parts).unwrap();
     b.feed(&drain(a), Instant::now());
     events(b).unwrap()
 }
 
 fn message(parts: &[&'static [u8]]) -> Event {
-    Event::Message(parts.iter().map(|p| Bytes::from_static(p)).collect())
+    Event::Message(parts.iter().map(|p| Part::from_static(p)).collect())
 }
 
 /// Cuts a post-handshake byte stream into whole frames (header included).
@@ -287,7 +288,7 @@ fn curve_handshake_and_messages_both_ways() {
     assert_eq!(server.peer().unwrap().socket_type, SocketType::Dealer);
 
     let secret: &'static [u8] = b"attack at dawn";
-    client.send(&[Bytes::from_static(secret)]).unwrap();
+    client.send(&[Part::from_static(secret)]).unwrap();
     let wire = drain(&mut client);
     assert!(!wire.windows(secret.len()).any(|w| w == secret));
     // A MESSAGE is a data frame with no flags, as libzmq sends it.
@@ -403,7 +404,7 @@ fn curve_auth_hook_sees_the_client_key() {
 #[test]
 fn replayed_message_nonce_fails() {
     let (mut client, mut server) = curve_connected(SocketType::Push, SocketType::Pull);
-    client.send(&[Bytes::from_static(b"once")]).unwrap();
+    client.send(&[Part::from_static(b"once")]).unwrap();
     let wire = drain(&mut client);
     server.feed(&wire, Instant::now());
     assert_eq!(events(&mut server).unwrap(), vec![message(&[b"once"])]);
@@ -417,8 +418,8 @@ fn replayed_message_nonce_fails() {
 #[test]
 fn reordered_message_nonces_fail() {
     let (mut client, mut server) = curve_connected(SocketType::Push, SocketType::Pull);
-    client.send(&[Bytes::from_static(b"one")]).unwrap();
-    client.send(&[Bytes::from_static(b"two")]).unwrap();
+    client.send(&[Part::from_static(b"one")]).unwrap();
+    client.send(&[Part::from_static(b"two")]).unwrap();
     let f = frames(&drain(&mut client));
     assert_eq!(f.len(), 2);
     server.feed(&f[1], Instant::now());
@@ -438,7 +439,7 @@ fn tampered_boxes_fail() {
     // Flip one byte each in the nonce, the MAC, the flags and the body.
     for offset in [10, 20, 34, 36] {
         let (mut client, mut server) = curve_connected(SocketType::Push, SocketType::Pull);
-        client.send(&[Bytes::from_static(b"payload")]).unwrap();
+        client.send(&[Part::from_static(b"payload")]).unwrap();
         let mut wire = drain(&mut client);
         wire[offset] ^= 0x01;
         server.feed(&wire, Instant::now());

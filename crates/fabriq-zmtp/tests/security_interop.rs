@@ -16,6 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{
     AuthReply, Config, Connection, CurveKeyPair, Event, MechanismConfig, MechanismName,
     ProtocolError, SocketType,
@@ -241,7 +242,7 @@ impl Driver {
     }
 
     fn send(&mut self, parts: &[&[u8]]) {
-        let parts: Vec<Bytes> = parts.iter().map(|p| Bytes::copy_from_slice(p)).collect();
+        let parts: Vec<Part> = parts.iter().map(|p| Part::copy_from_slice(p)).collect();
         self.conn.send(&parts).unwrap();
         self.flush().unwrap();
     }
@@ -253,7 +254,7 @@ impl Driver {
 }
 
 fn message(parts: &[&[u8]]) -> Event {
-    Event::Message(parts.iter().map(|p| Bytes::copy_from_slice(p)).collect())
+    Event::Message(parts.iter().map(|p| Part::copy_from_slice(p)).collect())
 }
 
 fn config(socket_type: SocketType, mechanism: MechanismConfig, authenticate: bool) -> Config {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{connected_types, drain};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Config, Connection, SocketType};
 
 fn greeting_and_ready(config: Config) -> (Vec<u8>, Vec<u8>) {
@@ -61,7 +62,11 @@ fn message_frames() {
     let (mut dealer, _router) = connected_types(SocketType::Dealer, SocketType::Router);
     let long = Bytes::from(vec![0xAB; 256]);
     dealer
-        .send(&[Bytes::new(), Bytes::from_static(b"hi"), long.clone()])
+        .send(&[
+            Part::new(),
+            Part::from_static(b"hi"),
+            Part::from(long.clone()),
+        ])
         .unwrap();
     let mut expected = vec![0x01, 0x00, 0x01, 0x02, b'h', b'i', 0x02];
     expected.extend_from_slice(&256u64.to_be_bytes());

@@ -3,7 +3,6 @@
 //! groups moved between [`Message`] and the two-frame shape the patterns
 //! use (`pattern/draft.rs`), and DISH's `join`/`leave`.
 
-use bytes::Bytes;
 use fabriq_zmtp::SocketType as ZmtpType;
 
 use crate::error::{err, Error, Result};
@@ -14,7 +13,10 @@ use crate::SNDMORE;
 
 /// Takes the routing id (SERVER) or group (DISH) frame off the front of
 /// a received message.
-pub(crate) fn take_prefix(ty: ZmtpType, frames: &mut fabriq_zmtp::Multipart) -> Option<Bytes> {
+pub(crate) fn take_prefix(
+    ty: ZmtpType,
+    frames: &mut fabriq_zmtp::Multipart,
+) -> Option<fabriq_zmtp::Part> {
     match ty {
         ZmtpType::Server | ZmtpType::Peer | ZmtpType::Dish if frames.len() == 2 => {
             Some(frames.remove(0))
@@ -24,14 +26,14 @@ pub(crate) fn take_prefix(ty: ZmtpType, frames: &mut fabriq_zmtp::Multipart) -> 
 }
 
 /// Puts a prefix taken by [`take_prefix`] on the received message.
-pub(crate) fn apply_prefix(ty: ZmtpType, msg: &mut Message, prefix: Bytes) {
+pub(crate) fn apply_prefix(ty: ZmtpType, msg: &mut Message, prefix: fabriq_zmtp::Part) {
     match ty {
         ZmtpType::Server | ZmtpType::Peer => {
             if let Some(id) = parse_routing_id(&prefix) {
                 msg.set_routing_id_raw(id);
             }
         }
-        ZmtpType::Dish => msg.set_group_raw(prefix),
+        ZmtpType::Dish => msg.set_group_raw(prefix.into_bytes()),
         _ => {}
     }
 }
@@ -56,14 +58,14 @@ impl Socket {
                     );
                 };
                 self.send_frame(routing_id_frame(id), flags | SNDMORE)?;
-                self.send_frame(msg.into_bytes(), flags)
+                self.send_frame(msg.into_part(), flags)
             }
             ZmtpType::Radio => {
                 let group = msg.take_group().unwrap_or_default();
-                self.send_frame(group, flags | SNDMORE)?;
-                self.send_frame(msg.into_bytes(), flags)
+                self.send_frame(fabriq_zmtp::Part::from(group), flags | SNDMORE)?;
+                self.send_frame(msg.into_part(), flags)
             }
-            _ => self.send_frame(msg.into_bytes(), flags),
+            _ => self.send_frame(msg.into_part(), flags),
         }
     }
 
@@ -85,7 +87,7 @@ impl Socket {
                 "DGRAM: a message is two frames, address and body",
             );
         }
-        self.send_frame(msg.into_bytes(), flags)
+        self.send_frame(msg.into_part(), flags)
     }
 
     /// PEER (draft): connects to `endpoint` and returns the routing id of

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::copies::{self, Site};
-use fabriq_zmtp::Properties;
+use fabriq_zmtp::{Part, Properties};
 
 /// One message frame. Multipart messages are several `Message`s, the
 /// earlier ones with [`Message::get_more`] set.
@@ -39,13 +39,15 @@ pub const GROUP_MAX_LENGTH: usize = 255;
 
 #[derive(Clone)]
 enum Data {
-    Shared(Bytes),
+    /// Read-only: inline if small, else a shared handle.
+    Shared(Part),
+    /// Written through `DerefMut` (or made with a size).
     Owned(BytesMut),
 }
 
 impl Default for Data {
     fn default() -> Self {
-        Data::Shared(Bytes::new())
+        Data::Shared(Part::new())
     }
 }
 
@@ -107,18 +109,31 @@ impl Message {
             .and_then(|v| std::str::from_utf8(v).ok())
     }
 
-    /// The frame as `Bytes`, without copying.
+    /// The frame as `Bytes`, without copying, except for a message of at
+    /// most 23 bytes, which is held inline (no allocation of its own) and
+    /// copied into a `Bytes` here.
     pub fn into_bytes(self) -> Bytes {
         match self.data {
-            Data::Shared(b) => b,
+            Data::Shared(p) if p.is_inline() => {
+                copies::count(Site::Api, p.len());
+                chunk_copy(&p)
+            }
+            Data::Shared(p) => p.into_bytes(),
             Data::Owned(b) => b.freeze(),
         }
     }
 
-    /// A cheap handle to the contents (reference counted, no copy).
+    /// A cheap handle to the contents (reference counted, no copy; a
+    /// message held inline or written to is copied).
     pub fn to_bytes(&self) -> Bytes {
         match &self.data {
-            Data::Shared(b) => b.clone(),
+            Data::Shared(p) => match p.as_shared() {
+                Some(b) => b.clone(),
+                None => {
+                    copies::count(Site::Api, p.len());
+                    chunk_copy(p)
+                }
+            },
             Data::Owned(b) => {
                 copies::count(Site::Api, b.len());
                 Bytes::copy_from_slice(b)
@@ -126,7 +141,15 @@ impl Message {
         }
     }
 
-    pub(crate) fn from_parts(data: Bytes, more: bool, meta: Option<Arc<Metadata>>) -> Message {
+    /// The frame as it travels through pipes (no copy).
+    pub(crate) fn into_part(self) -> Part {
+        match self.data {
+            Data::Shared(p) => p,
+            Data::Owned(b) => Part::from(b.freeze()),
+        }
+    }
+
+    pub(crate) fn from_parts(data: Part, more: bool, meta: Option<Arc<Metadata>>) -> Message {
         Message {
             data: Data::Shared(data),
             more,
@@ -233,7 +256,7 @@ impl Deref for Message {
 
     fn deref(&self) -> &[u8] {
         match &self.data {
-            Data::Shared(b) => b,
+            Data::Shared(p) => p,
             Data::Owned(b) => b,
         }
     }
@@ -241,17 +264,23 @@ impl Deref for Message {
 
 impl DerefMut for Message {
     fn deref_mut(&mut self) -> &mut [u8] {
-        if let Data::Shared(b) = &mut self.data {
-            // Take the buffer over if we are its only owner, else copy.
-            let owned = std::mem::take(b).try_into_mut().unwrap_or_else(|shared| {
-                copies::count(Site::Api, shared.len());
-                BytesMut::from(&shared[..])
-            });
-            self.data = Data::Owned(owned);
+        if let Data::Shared(p) = &mut self.data {
+            if !p.is_inline() {
+                // Take the buffer over if we are its only owner, else copy.
+                let owned = std::mem::take(p)
+                    .into_bytes()
+                    .try_into_mut()
+                    .unwrap_or_else(|shared| {
+                        copies::count(Site::Api, shared.len());
+                        BytesMut::from(&shared[..])
+                    });
+                self.data = Data::Owned(owned);
+            }
         }
         match &mut self.data {
             Data::Owned(b) => b,
-            Data::Shared(_) => unreachable!("converted above"),
+            // Inline bytes are this message's own: written in place.
+            Data::Shared(p) => p.inline_mut().unwrap_or_default(),
         }
     }
 }
@@ -272,7 +301,17 @@ impl fmt::Debug for Message {
 
 impl From<&[u8]> for Message {
     fn from(data: &[u8]) -> Self {
-        Message::from(copy_small(data))
+        let part = match Part::inline(data) {
+            Some(inline) => {
+                copies::count(Site::FromSlice, data.len());
+                inline
+            }
+            None => Part::from(copy_small(data)),
+        };
+        Message {
+            data: Data::Shared(part),
+            ..Message::default()
+        }
     }
 }
 
@@ -296,12 +335,17 @@ thread_local! {
 
 /// Copies `data` into a new `Bytes`. Small copies are carved out of a
 /// per-thread 32 KiB chunk instead of a heap allocation each: sending
-/// small messages from slices then costs one allocation per chunk, not
-/// one per message (libzmq keeps messages of up to 33 bytes inline for
-/// a similar reason). A chunk is freed once every message cut from it is
+/// messages from slices then costs one allocation per chunk, not one
+/// per message. (Messages of up to `INLINE_MAX` bytes need neither:
+/// they are held inline, see `fabriq_zmtp::part`.) A chunk is freed once every message cut from it is
 /// gone, so a small message kept for long keeps at most 32 KiB alive.
 pub(crate) fn copy_small(data: &[u8]) -> Bytes {
     copies::count(Site::FromSlice, data.len());
+    chunk_copy(data)
+}
+
+/// [`copy_small`] without counting the copy (the caller counts it).
+fn chunk_copy(data: &[u8]) -> Bytes {
     if data.is_empty() || data.len() > SMALL_COPY {
         return Bytes::copy_from_slice(data);
     }
@@ -359,7 +403,7 @@ where
 impl From<Bytes> for Message {
     fn from(data: Bytes) -> Self {
         Message {
-            data: Data::Shared(data),
+            data: Data::Shared(Part::from(data)),
             ..Message::default()
         }
     }

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 use fabriq_zmtp::{Multipart, ProtocolError};
 
 use crate::pipe::{Item, PipeEnd};
@@ -176,7 +176,10 @@ fn frames(event: Event, value: u32, endpoint: &str) -> Multipart {
     let mut head = BytesMut::with_capacity(6);
     head.put_u16_le(event as u16);
     head.put_u32_le(value);
-    [head.freeze(), Bytes::copy_from_slice(endpoint.as_bytes())]
-        .into_iter()
-        .collect()
+    [
+        fabriq_zmtp::Part::from(head.freeze()),
+        fabriq_zmtp::Part::copy_from_slice(endpoint.as_bytes()),
+    ]
+    .into_iter()
+    .collect()
 }

@@ -245,7 +245,7 @@ impl Queue {
     /// so it leaves without the application calling into the socket, as
     /// libzmq's does for the connections it initiates.
     pub(crate) fn push_probe(&self) {
-        self.push(Item::Msg([Bytes::new()].into_iter().collect()));
+        self.push(Item::Msg([fabriq_zmtp::Part::new()].into_iter().collect()));
     }
 
     /// Appends an item (the caller checked [`Queue::has_room`] where the
@@ -503,7 +503,7 @@ mod tests {
     }
 
     fn msg(b: &'static [u8]) -> Item {
-        Item::Msg([Bytes::from_static(b)].into_iter().collect())
+        Item::Msg([fabriq_zmtp::Part::from_static(b)].into_iter().collect())
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use fabriq_zmtp::copies::{self, Site};
-use fabriq_zmtp::{Multipart, SocketType as ZmtpType};
+use fabriq_zmtp::{Multipart, Part, SocketType as ZmtpType};
 
 use crate::context::Context;
 use crate::endpoint::{Endpoint, Role};
@@ -55,12 +55,12 @@ pub(crate) struct Core {
     pub(crate) opts: Options,
     pattern: Box<dyn Pattern>,
     /// The rest of the message being received.
-    inbox: VecDeque<Bytes>,
+    inbox: VecDeque<Part>,
     inbox_meta: Option<Arc<Metadata>>,
     rcvmore: bool,
     /// The routing id (SERVER) or group (DISH) frame that came before the
     /// frame last received (see `draft.rs`).
-    pub(crate) draft_prefix: Option<Bytes>,
+    pub(crate) draft_prefix: Option<Part>,
     /// A message fetched by `get_events` before the application asked.
     prefetched: Option<Received>,
     /// Frames of the message being sent (SNDMORE so far).
@@ -134,7 +134,7 @@ where
         if socket.shared.socket_type == ZmtpType::Dgram {
             return socket.send_dgram(msg, flags);
         }
-        socket.send_frame(msg.into_bytes(), flags)
+        socket.send_frame(msg.into_part(), flags)
     }
 }
 
@@ -311,7 +311,7 @@ impl Socket {
         }
     }
 
-    pub(crate) fn send_frame(&self, frame: Bytes, flags: i32) -> Result<()> {
+    pub(crate) fn send_frame(&self, frame: Part, flags: i32) -> Result<()> {
         let mut core = self.core();
         let core = &mut *core;
         if !core.sending {
@@ -334,7 +334,7 @@ impl Socket {
 
     // ---- receiving -----------------------------------------------------
 
-    fn recv_frame(&self, flags: i32) -> Result<(Bytes, bool, Option<Arc<Metadata>>)> {
+    fn recv_frame(&self, flags: i32) -> Result<(Part, bool, Option<Arc<Metadata>>)> {
         let mut core = self.core();
         let core = &mut *core;
         if core.inbox.is_empty() {
@@ -403,9 +403,10 @@ impl Socket {
         Ok(data.to_vec())
     }
 
-    /// Receives one frame as `Bytes`, without copying.
+    /// Receives one frame as `Bytes`, without copying (a frame of at most
+    /// 23 bytes, which travels inline, is copied: see [`Message::into_bytes`]).
     pub fn recv_zc(&self, flags: i32) -> Result<Bytes> {
-        Ok(self.recv_frame(flags)?.0)
+        Ok(Message::from_parts(self.recv_frame(flags)?.0, false, None).into_bytes())
     }
 
     /// Receives one frame as a string; `Err(bytes)` inside if it is not

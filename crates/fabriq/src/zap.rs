@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{AuthReply, AuthRequest, Multipart, PeerInfo, Properties, ProtocolError};
 
 use crate::options::Options;
@@ -124,22 +125,22 @@ pub(crate) fn ask(
         };
     };
     let mut msg = Multipart::new();
-    msg.push(Bytes::new());
-    msg.push(Bytes::from_static(VERSION));
-    msg.push(Bytes::from_static(REQUEST_ID));
-    msg.push(Bytes::copy_from_slice(security.zap_domain.as_bytes()));
-    msg.push(Bytes::copy_from_slice(peer_address.as_bytes()));
-    msg.push(opts.identity.clone());
-    msg.push(Bytes::from_static(request.mechanism.as_str().as_bytes()));
+    msg.push(Part::new());
+    msg.push(Part::from_static(VERSION));
+    msg.push(Part::from_static(REQUEST_ID));
+    msg.push(Part::copy_from_slice(security.zap_domain.as_bytes()));
+    msg.push(Part::copy_from_slice(peer_address.as_bytes()));
+    msg.push(Part::from(opts.identity.clone()));
+    msg.push(Part::from_static(request.mechanism.as_str().as_bytes()));
     for c in &request.credentials {
-        msg.push(c.clone());
+        msg.push(Part::from(c.clone()));
     }
     pipe.tx.push(Item::Msg(msg));
     Asked::Sent(Pending { pipe })
 }
 
 /// libzmq's `receive_and_process_zap_reply` checks, in its order.
-fn parse_reply(frames: &[Bytes]) -> Result<AuthReply, BadReply> {
+fn parse_reply(frames: &[Part]) -> Result<AuthReply, BadReply> {
     let bad = |code, what| Err(BadReply { code, what });
     if frames.len() != 7 {
         return bad(0x2000_0001, "not seven frames");
@@ -160,13 +161,13 @@ fn parse_reply(frames: &[Bytes]) -> Result<AuthReply, BadReply> {
         b"500" => 500,
         _ => return bad(0x2000_0004, "status code is not 200, 300, 400 or 500"),
     };
-    let Ok(metadata) = Properties::decode(&frames[6]) else {
+    let Ok(metadata) = Properties::decode(&frames[6].to_bytes()) else {
         return bad(0x2000_0005, "metadata frame does not parse");
     };
     Ok(AuthReply {
         status_code,
         status_text: String::from_utf8_lossy(&frames[4]).into_owned(),
-        user_id: frames[5].clone(),
+        user_id: frames[5].to_bytes(),
         metadata,
     })
 }
@@ -192,8 +193,8 @@ pub(crate) fn message_properties(peer: &PeerInfo) -> Properties {
 mod tests {
     use super::*;
 
-    fn reply(parts: &[&'static [u8]]) -> Vec<Bytes> {
-        parts.iter().map(|p| Bytes::from_static(p)).collect()
+    fn reply(parts: &[&'static [u8]]) -> Vec<Part> {
+        parts.iter().map(|p| Part::from_static(p)).collect()
     }
 
     #[test]
@@ -227,7 +228,7 @@ mod tests {
         props.push("Hello", Bytes::from_static(b"World")).unwrap();
         props.encode(&mut meta);
         let mut parts = reply(&[b"", b"1.0", b"1", b"400", b"no", b""]);
-        parts.push(meta.freeze());
+        parts.push(Part::from(meta.freeze()));
         let denied = parse_reply(&parts).unwrap();
         assert_eq!(denied.status_code, 400);
         assert_eq!(&denied.metadata.get("hello").unwrap()[..], b"World");

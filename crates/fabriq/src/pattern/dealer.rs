@@ -1,8 +1,8 @@
 //! DEALER: PUSH's round-robin output with PULL's fair-queued input, no
 //! envelopes.
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::push::Push;
 use super::{Pattern, Received};
@@ -24,7 +24,7 @@ impl Pattern for Dealer {
         self.out.prune(opts);
     }
 
-    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, opts: &Options) -> Result<()> {
         self.out.start_send(first, opts)
     }
 

@@ -27,6 +27,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
@@ -46,7 +47,7 @@ impl<P: Pattern> Pattern for SinglePart<P> {
         self.0.prune(opts);
     }
 
-    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, opts: &Options) -> Result<()> {
         self.0.start_send(first, opts)
     }
 
@@ -103,8 +104,8 @@ impl Server {
 }
 
 /// The routing id frame SERVER puts before a received body.
-pub(crate) fn routing_id_frame(id: u32) -> Bytes {
-    Bytes::copy_from_slice(&id.to_be_bytes())
+pub(crate) fn routing_id_frame(id: u32) -> Part {
+    Part::copy_from_slice(&id.to_be_bytes())
 }
 
 /// The routing id in a frame made by [`routing_id_frame`].
@@ -138,7 +139,7 @@ impl Pattern for Server {
         }
     }
 
-    fn start_send(&mut self, first: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, _: &Options) -> Result<()> {
         self.target = None;
         let pipe = parse_routing_id(first)
             .and_then(|id| self.by_id.get(&id).copied())
@@ -246,7 +247,7 @@ impl Pattern for Radio {
         }
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         Ok(())
     }
 
@@ -257,7 +258,10 @@ impl Pattern for Radio {
         };
         for pipe in &self.pipes.list {
             let joined = self.all_groups.contains(&pipe.id)
-                || self.groups.get(&pipe.id).is_some_and(|g| g.contains(group));
+                || self
+                    .groups
+                    .get(&pipe.id)
+                    .is_some_and(|g| g.contains(&group[..]));
             if joined && pipe.tx.has_room() {
                 pipe.tx.push(Item::Msg(msg.clone()));
             }
@@ -298,7 +302,7 @@ impl Pattern for Dish {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         not_supported(SocketType::Dish, "send")
     }
 
@@ -311,7 +315,7 @@ impl Pattern for Dish {
             let Item::Msg(msg) = item else { continue };
             // [group, body], from a RADIO that sends only what we joined;
             // a leave may still be on its way.
-            if msg.len() == 2 && self.groups.contains(&msg[0]) {
+            if msg.len() == 2 && self.groups.contains(&msg[0][..]) {
                 return Ok(Received {
                     msg,
                     meta: self.pipes.list[i].peer.metadata.clone(),

@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use crate::error::{err, Error, Result};
@@ -39,7 +39,7 @@ pub(crate) trait Pattern: Send {
     /// Called with the first frame of an outgoing message: checks the
     /// state (EFSM), picks the destination, and says EAGAIN if nobody can
     /// take the message now. Once this succeeds, `send` cannot block.
-    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()>;
+    fn start_send(&mut self, first: &Part, opts: &Options) -> Result<()>;
 
     /// Sends a whole message to the destination chosen by `start_send`.
     fn send(&mut self, msg: Multipart, opts: &Options) -> Result<()>;
@@ -434,7 +434,7 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
             rx,
             tx,
             peer: PeerMeta {
-                identity: Bytes::new(),
+                identity: bytes::Bytes::new(),
                 metadata: None,
                 all_groups: false,
             },
@@ -449,7 +449,7 @@ mod tests {
     use super::*;
 
     fn msg(b: u8) -> Item {
-        Item::Msg([Bytes::copy_from_slice(&[b])].into_iter().collect())
+        Item::Msg([Part::copy_from_slice(&[b])].into_iter().collect())
     }
 
     fn byte(item: Item) -> u8 {

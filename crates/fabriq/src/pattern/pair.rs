@@ -1,7 +1,7 @@
 //! PAIR: exactly one peer; further peers are refused.
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::{Pattern, Pipes, Received};
 use crate::error::{Error, Result};
@@ -27,7 +27,7 @@ impl Pattern for Pair {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         match self.pipes.list.first() {
             Some(p) if p.tx.has_room() => Ok(()),
             _ => Err(Error::EAGAIN),

@@ -20,7 +20,8 @@
 
 use std::collections::VecDeque;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use super::{not_supported, ByPipe, Pattern, Pipes, Received, Topics};
@@ -67,7 +68,7 @@ impl Publish {
             m.put_u8(u8::from(subscribe));
             m.put_slice(topic);
             self.up
-                .push_back(([m.freeze()].into_iter().collect(), from));
+                .push_back(([Part::from(m.freeze())].into_iter().collect(), from));
         }
     }
 
@@ -135,8 +136,9 @@ impl Pattern for Publish {
     fn attach(&mut self, pipe: PipeEnd, opts: &Options) {
         if self.xpub {
             if let Some(welcome) = opts.xpub_welcome_msg.as_ref().filter(|w| !w.is_empty()) {
-                pipe.tx
-                    .push(Item::Msg([welcome.clone()].into_iter().collect()));
+                pipe.tx.push(Item::Msg(
+                    [Part::from(welcome.clone())].into_iter().collect(),
+                ));
             }
         }
         self.subs.insert(pipe.id, Topics::default());
@@ -163,7 +165,7 @@ impl Pattern for Publish {
         }
     }
 
-    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, opts: &Options) -> Result<()> {
         if self.xpub && opts.xpub_nodrop {
             self.process_input(opts, true);
             let full = self.pipes.list.iter().any(|pipe| {

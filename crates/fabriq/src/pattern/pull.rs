@@ -1,6 +1,6 @@
 //! PULL: fair-queued input from all peers.
 
-use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
@@ -22,7 +22,7 @@ impl Pattern for Pull {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         not_supported(SocketType::Pull, "send")
     }
 

@@ -1,6 +1,6 @@
 //! PUSH: round-robin to peers with room; blocks when none has room.
 
-use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
@@ -23,7 +23,7 @@ impl Pattern for Push {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         let i = self.pipes.pick_out().ok_or(Error::EAGAIN)?;
         self.target = Some(self.pipes.list[i].id);
         Ok(())

@@ -2,8 +2,8 @@
 //! (everything up to and including the empty delimiter) is kept and put
 //! back in front of the reply, which goes to the peer that asked.
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::{Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};
@@ -26,7 +26,7 @@ impl Pattern for Rep {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         if self.pending.is_none() {
             return err(Error::EFSM, "REP must receive a request before replying");
         }

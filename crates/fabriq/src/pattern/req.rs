@@ -3,8 +3,8 @@
 //! request id); only the reply from the peer asked is accepted, anything
 //! else is dropped.
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::{Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};
@@ -29,7 +29,7 @@ impl Pattern for Req {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, opts: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, opts: &Options) -> Result<()> {
         if self.waiting.is_some() && !opts.req_relaxed {
             return err(
                 Error::EFSM,
@@ -49,9 +49,9 @@ impl Pattern for Req {
         let id = self.next_request_id;
         let mut out = Multipart::with_capacity(msg.len() + 2);
         if opts.req_correlate {
-            out.push(Bytes::copy_from_slice(&id.to_be_bytes()));
+            out.push(Part::copy_from_slice(&id.to_be_bytes()));
         }
-        out.push(Bytes::new());
+        out.push(Part::new());
         out.extend(msg);
         if let Some(i) = self.pipes.index_of(target) {
             self.pipes.list[i].tx.push(Item::Msg(out));

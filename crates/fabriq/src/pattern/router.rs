@@ -4,8 +4,8 @@
 //! a 32-bit counter). Unroutable messages are dropped, or refused with
 //! EHOSTUNREACH / EAGAIN under ROUTER_MANDATORY.
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::routing::RoutingIds;
 use super::{Pattern, Pipes, Received};
@@ -64,7 +64,7 @@ impl Pattern for Router {
         }
     }
 
-    fn start_send(&mut self, first: &Bytes, opts: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, opts: &Options) -> Result<()> {
         self.target = None;
         match self.ids.pipe(first) {
             None if opts.router_mandatory => err(
@@ -112,7 +112,7 @@ impl Pattern for Router {
                 continue;
             };
             let mut out = Multipart::with_capacity(msg.len() + 1);
-            out.push(id.clone());
+            out.push(Part::from(id.clone()));
             out.extend(msg);
             return Ok(Received { msg: out, meta });
         }

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 
 use super::routing::RoutingIds;
 use super::{Pattern, Pipes, Received};
@@ -57,7 +58,7 @@ impl Pattern for Stream {
         }
     }
 
-    fn start_send(&mut self, first: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, first: &Part, _: &Options) -> Result<()> {
         self.target = None;
         let Some(pipe) = self.ids.pipe(first) else {
             return err(Error::EHOSTUNREACH, "STREAM: no peer with this routing id");
@@ -107,13 +108,13 @@ impl Pattern for Stream {
                 continue;
             };
             let mut out = Multipart::with_capacity(2);
-            out.push(id.clone());
+            out.push(Part::from(id.clone()));
             out.push(msg.into_iter().next().unwrap_or_default());
             return Ok(Received { msg: out, meta });
         }
         if let Some(id) = self.gone.pop_front() {
             return Ok(Received {
-                msg: [id, Bytes::new()].into_iter().collect(),
+                msg: [Part::from(id), Part::new()].into_iter().collect(),
                 meta: None,
             });
         }

@@ -8,6 +8,7 @@
 //! it is given upstream to every publisher.
 
 use bytes::Bytes;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Multipart, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received, Topics};
@@ -62,7 +63,7 @@ impl Pattern for Subscribe {
         self.pipes.prune();
     }
 
-    fn start_send(&mut self, _: &Bytes, _: &Options) -> Result<()> {
+    fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         if self.xsub {
             Ok(())
         } else {

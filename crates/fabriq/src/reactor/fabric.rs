@@ -1307,13 +1307,13 @@ impl FabricEngine {
             encode_header(&mut self.scratch, part.len(), i < last, false);
             let header = self.scratch.split().freeze();
             self.push_chunk(header);
-            self.push_chunk(part);
+            self.push_chunk(part.into_bytes());
         }
         straddles
     }
 
     /// Whether `part` goes by rendezvous.
-    fn lends(&self, part: &Bytes) -> bool {
+    fn lends(&self, part: &[u8]) -> bool {
         part.len() > self.peer_page.saturating_sub(HEADER_ROOM)
     }
 
@@ -1325,7 +1325,7 @@ impl FabricEngine {
         for (i, part) in parts.into_iter().enumerate() {
             let more = i < last;
             if self.lends(&part) {
-                match self.node.lend(part.clone()) {
+                match self.node.lend(part.to_bytes()) {
                     Ok(lent) => {
                         let id = self.next_lent;
                         self.next_lent = self.next_lent.wrapping_add(1);
@@ -1353,7 +1353,7 @@ impl FabricEngine {
             encode_header(&mut self.scratch, part.len(), more, false);
             let header = self.scratch.split().freeze();
             self.push_chunk(header);
-            self.push_chunk(part);
+            self.push_chunk(part.into_bytes());
         }
     }
 

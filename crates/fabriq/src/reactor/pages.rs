@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::frame::FrameDecoder;
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{Command, Multipart, Properties, ProtocolError};
 
 /// The most a receiver reserves up front for a frame that spans pages
@@ -170,7 +171,7 @@ impl PageReader {
     /// Adds a frame read by rendezvous (a buffer of its own, not a page);
     /// returns the message it completes.
     pub fn push_part(&mut self, data: Bytes, more: bool) -> Option<Multipart> {
-        self.parts.push(data);
+        self.parts.push(Part::from(data));
         self.end_of_part(more)
     }
 
@@ -181,14 +182,14 @@ impl PageReader {
             for i in self.pinned.drain(..) {
                 let part = &mut self.parts[i];
                 copies::count(Site::Gather, part.len());
-                *part = Bytes::copy_from_slice(part);
+                *part = Part::copy_from_slice(part);
             }
             copies::count(Site::Gather, data.len());
-            self.parts.push(Bytes::copy_from_slice(&data));
+            self.parts.push(Part::copy_from_slice(&data));
             return None;
         }
         self.pinned.push(self.parts.len());
-        self.parts.push(data);
+        self.parts.push(Part::from(data));
         self.end_of_part(more)
     }
 
@@ -391,7 +392,7 @@ mod tests {
     use super::*;
 
     /// Whether `part` points into one of `pages`.
-    fn in_pages(part: &Bytes, pages: &[Bytes]) -> bool {
+    fn in_pages(part: &[u8], pages: &[Bytes]) -> bool {
         let p = part.as_ptr() as usize;
         pages.iter().any(|page| {
             let start = page.as_ptr() as usize;

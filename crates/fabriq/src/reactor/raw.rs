@@ -11,6 +11,7 @@ use std::io::{self, IoSlice};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use fabriq_zmtp::Part;
 use fabriq_zmtp::{PeerInfo, Properties, ProtocolError, SocketType, Version};
 
 use super::engine::{End, Engine, Input, Pulled, Reads};
@@ -107,7 +108,7 @@ impl Engine for RawEngine {
         let mut delivered = 0;
         if !self.notified {
             self.notified = true;
-            q.push(Item::Msg([Bytes::new()].into_iter().collect()));
+            q.push(Item::Msg([Part::new()].into_iter().collect()));
             delivered += 1;
         }
         let mut done = 0;
@@ -128,7 +129,7 @@ impl Engine for RawEngine {
                 Ok(_) => {
                     self.readable = true;
                     let data = self.rx.split().freeze();
-                    q.push(Item::Msg([data].into_iter().collect()));
+                    q.push(Item::Msg([Part::from(data)].into_iter().collect()));
                     delivered += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
@@ -145,7 +146,7 @@ impl Engine for RawEngine {
                     if let Item::Msg(m) = item {
                         for frame in m {
                             self.unsent += frame.len();
-                            self.tx.push_back(frame);
+                            self.tx.push_back(frame.into_bytes());
                         }
                     }
                 }

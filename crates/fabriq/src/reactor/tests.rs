@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use fabriq_zmtp::{Config, Connection, Event as ZEvent, SocketType as ZType};
 
 use super::{Clock, EventLoop, Reactor};
@@ -404,7 +403,10 @@ fn a_peer_that_dies_mid_message_delivers_nothing_of_it() {
     let mut bad = RawPeer::dial("midway", ZType::Push, p.now());
     bad.handshake(&mut p);
     // The first frame of a two-frame message and half of the second.
-    let parts = [Bytes::from_static(b"first"), Bytes::from(vec![9u8; 1000])];
+    let parts = [
+        fabriq_zmtp::Part::from_static(b"first"),
+        fabriq_zmtp::Part::from(vec![9u8; 1000]),
+    ];
     bad.conn.send(&parts).unwrap();
     let mut wire = Vec::new();
     while bad.conn.poll_transmit(&mut wire, 1 << 20) > 0 {}

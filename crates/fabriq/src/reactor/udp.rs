@@ -14,8 +14,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use fabriq_zmtp::Multipart;
+use fabriq_zmtp::Part;
 use mio::{Interest, Registry, Token};
 
 use super::engine::Link;
@@ -116,13 +116,16 @@ impl UdpEngine {
                         tracing::debug!("udp: dropped a datagram whose group does not fit");
                         continue;
                     };
-                    [Bytes::copy_from_slice(group), Bytes::copy_from_slice(body)]
+                    [Part::copy_from_slice(group), Part::copy_from_slice(body)]
                         .into_iter()
                         .collect()
                 }
-                Framing::Raw => [udp::address_frame(from), Bytes::copy_from_slice(datagram)]
-                    .into_iter()
-                    .collect(),
+                Framing::Raw => [
+                    Part::from(udp::address_frame(from)),
+                    Part::copy_from_slice(datagram),
+                ]
+                .into_iter()
+                .collect(),
             };
             self.pipe.tx.push(Item::Msg(msg));
         }
