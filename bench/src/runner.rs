@@ -242,8 +242,13 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
                 println!("{line}");
             }
         });
-        // What each side's sockets ran, once per distinct line.
-        for note in crate::table::security_notes(&result) {
+        // What each side's sockets ran (CURVE), once per distinct line.
+        let notes = if sc.pattern.is_curve() {
+            crate::table::security_notes(&result)
+        } else {
+            Vec::new()
+        };
+        for note in notes {
             if !notes_shown.contains(&note) {
                 bar.suspend(|| println!("    {note}"));
                 notes_shown.push(note);
