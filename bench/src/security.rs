@@ -4,7 +4,7 @@
 //! CURVE scenario; in the other scenarios these do nothing).
 //!
 //! The runner makes two fresh key pairs per run (fabriq's
-//! [`fabriq::CurveKeyPair::new`]) and hands them to every worker of a
+//! [`::fabriq::CurveKeyPair::new`]) and hands them to every worker of a
 //! CURVE trial in its spec, as Z85 text ([`CurveKeys`]). Each side also
 //! records what it set up ([`note`]), so the report can show that every
 //! library really ran CURVE (the worker puts it in its report).

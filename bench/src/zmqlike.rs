@@ -2,10 +2,13 @@
 //!
 //! fabriq's API has the shape of the `zmq` crate, and [`crate::omqzmq`]
 //! gives omq.rs's blocking API that shape, so the same code (one timing
-//! loop) is compiled three times by [`zmq_like!`]: against `zmq` (libzmq),
-//! against `fabriq`, and against `omqzmq` (omq). All send from a `&[u8]` and
-//! receive into a reused `Message`, as a program written for the `zmq`
-//! crate would.
+//! loop) is compiled by `zmq_like!` against `zmq` (libzmq), against
+//! `fabriq`, against `omqzmq` (omq), and against [`crate::syszmq`] (the
+//! system's libzmq5 with CURVE, for the CURVE scenarios). All send from a
+//! `&[u8]` and receive into a reused `Message`, as a program written for
+//! the `zmq` crate would. Each socket also goes through the scenario's
+//! security hooks ([`crate::security`]: CURVE server on the binding side,
+//! client on the connecting side; nothing for NULL).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
