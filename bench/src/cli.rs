@@ -23,6 +23,16 @@ Fabric (--fabric, or --transport ofi+shm / ofi+tcp; not in the default run):
   in flight; its MB/s counts both directions). No fi_pingpong on PATH (or
   at --fi-pingpong): the P column says not installed.
 
+CURVE (--pattern curve,curve-handshake; only when named; tcp only):
+  curve            PUSH/PULL with CURVE (PULL = server), 64 B, 256 B, 1 KiB,
+                   16 KiB, 64 KiB (quick: 64 B, 1 KiB, 64 KiB; --sizes applies)
+  curve-handshake  handshakes per second: each round a new CURVE REQ socket
+                   connects, does one 64 B request/reply, closes
+  A and A' are Debian's libzmq5 (4.3.4 with libsodium) loaded at run time in
+  the worker playing libzmq (the zmq crate's libzmq has no CURVE): install it
+  with `apt-get install -y libzmq5`, else those trials fail saying so. C is
+  omq.rs with its curve feature. No raw floor. Keys: two fresh pairs per run.
+
 Each repetition runs libzmq (A), fabriq (B), omq.rs (C), libzmq again (A',
 the A/A calibration), omq again (C', omq's own A/A) and the raw floor, each
 side in its own process. Placement: unpinned by default (every process free
@@ -31,6 +41,7 @@ to run on any CPU, as users run); --pin spread | split-core | same-core.
 Examples:
   fabriq-bench --quick
   fabriq-bench --pattern pushpull --transport tcp --sizes 64,1024 --reps 10
+  fabriq-bench --pattern curve,curve-handshake --reps 5
   fabriq-bench --out /tmp/r.json && fabriq-bench report /tmp/r.json
   fabriq-bench --quick --pin split-core   # one core per side (the old default)
   fabriq bench --quick          # the same, through the fabriq CLI

@@ -29,8 +29,10 @@
 //!   of encoded bytes) is full; with it, `send` waits, so every subscriber
 //!   gets every message, as with libzmq and fabriq at HWM 0. (The receivers
 //!   check the exact count anyway: a drop would fail the trial.)
-//! * everything else at omq's defaults (NULL mechanism, no heartbeats, no
-//!   receive spinning, the socket type's own workload profile).
+//! * everything else at omq's defaults (NULL mechanism, except in the
+//!   CURVE scenarios, which set `curve_server` / `curve_client`; no
+//!   heartbeats, no receive spinning, the socket type's own workload
+//!   profile).
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::ops::Deref;
@@ -212,6 +214,22 @@ impl Socket {
     /// `ZMQ_LINGER`, milliseconds (-1: forever).
     pub fn set_linger(&self, ms: i32) -> Result<(), Error> {
         self.configure("linger", |o| o.linger = millis(ms))
+    }
+
+    /// Makes the socket a CURVE server with `keypair` (omq's
+    /// `Options::curve_server`; before bind).
+    pub fn curve_server(&self, keypair: omq_tokio::CurveKeypair) -> Result<(), Error> {
+        self.configure("CURVE", |o| *o = o.clone().curve_server(keypair))
+    }
+
+    /// Makes the socket a CURVE client of `server` with `keypair` (omq's
+    /// `Options::curve_client`; before connect).
+    pub fn curve_client(
+        &self,
+        keypair: omq_tokio::CurveKeypair,
+        server: omq_tokio::CurvePublicKey,
+    ) -> Result<(), Error> {
+        self.configure("CURVE", |o| *o = o.clone().curve_client(keypair, server))
     }
 
     /// `ZMQ_RCVTIMEO`, milliseconds (-1: forever); applied by `recv`.

@@ -68,10 +68,10 @@ struct Target {
 }
 
 /// PUSH/PULL and PUB/SUB (any subscriber count) over tcp or ipc, in a
-/// range of sizes.
+/// range of sizes (NULL mechanism: not the CURVE scenarios).
 fn stream_rows(s: &ScenarioResult, sizes: std::ops::RangeInclusive<usize>) -> bool {
     let sc = &s.scenario;
-    sc.is_throughput()
+    matches!(sc.pattern, Pattern::Pushpull | Pattern::Pubsub)
         && matches!(sc.transport, Transport::Tcp | Transport::Ipc)
         && sizes.contains(&sc.size)
 }
@@ -93,7 +93,8 @@ fn zmq_rows(s: &ScenarioResult) -> bool {
     )
 }
 
-/// Issue 12's targets: medians of per-repetition ratios, same run.
+/// Issue 12's targets, then issue 13's CURVE ones: medians of
+/// per-repetition ratios, same run.
 const TARGETS: &[Target] = &[
     Target {
         text: "PUSH/PULL and PUB/SUB over tcp and ipc, 8 B-1 MiB: >= omq msg/s",
@@ -186,6 +187,22 @@ const TARGETS: &[Target] = &[
         bound: 1.0,
         scope: zmq_rows,
     },
+    Target {
+        text: "CURVE PUSH/PULL over tcp, 64 B-64 KiB: >= libzmq msg/s (libzmq5 with CURVE)",
+        metric: Metric::MsgPerS,
+        reference: Reference::Libzmq,
+        at_least: true,
+        bound: 1.0,
+        scope: |s| s.scenario.pattern == Pattern::Curve && (64..=65536).contains(&s.scenario.size),
+    },
+    Target {
+        text: "CURVE handshakes per second over tcp: >= libzmq's (libzmq5 with CURVE)",
+        metric: Metric::MsgPerS,
+        reference: Reference::Libzmq,
+        at_least: true,
+        bound: 1.0,
+        scope: |s| s.scenario.pattern == Pattern::CurveHandshake,
+    },
 ];
 
 /// Evaluates one target: (status, evidence).
@@ -258,6 +275,8 @@ fn evaluate(t: &Target, results: &Results) -> (String, String) {
 fn metrics_for(sr: &ScenarioResult) -> Vec<Metric> {
     let mut v = if sr.scenario.is_throughput() {
         vec![Metric::MsgPerS, Metric::MbPerS]
+    } else if sr.scenario.pattern == Pattern::CurveHandshake {
+        vec![Metric::MsgPerS, Metric::P50, Metric::P99, Metric::P999]
     } else {
         vec![Metric::P50, Metric::P99, Metric::P999, Metric::MsgPerS]
     };
@@ -272,11 +291,16 @@ fn metrics_for(sr: &ScenarioResult) -> Vec<Metric> {
     v
 }
 
-fn row(out: &mut String, key: &str, metric: Metric, s: &MetricSummary, omq: bool, errs: usize) {
-    let label = match metric {
-        Metric::MsgPerS if key.starts_with("reqrep") => "round trips/s",
-        m => m.label(),
-    };
+/// A metric's label in the report (a rate of rounds has its own name).
+fn label(pattern: Pattern, metric: Metric) -> &'static str {
+    match (pattern, metric) {
+        (Pattern::Reqrep, Metric::MsgPerS) => "round trips/s",
+        (Pattern::CurveHandshake, Metric::MsgPerS) => "handshakes/s",
+        (_, m) => m.label(),
+    }
+}
+
+fn row(out: &mut String, key: &str, label: &str, s: &MetricSummary, omq: bool, errs: usize) {
     let na = |text: String| if omq { text } else { "n/a".to_string() };
     let _ = writeln!(
         out,
@@ -462,11 +486,38 @@ pub fn render(
             row(
                 &mut o,
                 &key,
-                metric,
+                label(sr.scenario.pattern, metric),
                 &summarize(sr, metric),
                 crate::table::ran_omq(sr),
                 if i == 0 { errs } else { 0 },
             );
+        }
+    }
+    let curve: Vec<&ScenarioResult> = results
+        .scenarios
+        .iter()
+        .filter(|s| s.scenario.pattern.is_curve())
+        .collect();
+    if !curve.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nCURVE rows (`curve/...`: PUSH/PULL, the PULL side the CURVE server; \
+             `curve-handshake/...`: each round a new CURVE REQ socket connects, completes one \
+             request/reply of the size shown and closes, so handshakes/s counts completed rounds, CPU us/msg is per handshake and \
+             p50 is one round): libzmq is Debian's libzmq5 loaded at run time in its own \
+             worker (the `zmq` crate's libzmq has no CURVE), omq runs with its `curve` \
+             feature, and there is no raw floor. What each side's sockets reported:\n"
+        );
+        let mut notes: Vec<String> = Vec::new();
+        for sr in &curve {
+            for n in crate::table::security_notes(sr) {
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
+            }
+        }
+        for n in notes {
+            let _ = writeln!(o, "- {n}");
         }
     }
     let failed: Vec<String> = results

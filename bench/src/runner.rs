@@ -36,6 +36,8 @@ struct RunContext {
     /// fi_pingpong's one-way time by scenario key, from the repetition
     /// before (sizes the next one's iterations).
     pingpong_us: std::cell::RefCell<std::collections::HashMap<String, f64>>,
+    /// The run's CURVE keys (when it has CURVE scenarios).
+    curve: Option<crate::security::CurveKeys>,
 }
 
 impl RunContext {
@@ -111,6 +113,11 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
         }),
         smoke: mode == Mode::Smoke && args.trial_secs.is_none(),
         pingpong_us: Default::default(),
+        curve: if scenarios.iter().any(|s| s.pattern.is_curve()) {
+            Some(crate::security::CurveKeys::generate()?)
+        } else {
+            None
+        },
     };
     if ctx.perf {
         std::fs::create_dir_all(&ctx.scratch).map_err(|e| format!("scratch dir: {e}"))?;
@@ -156,6 +163,15 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
              figures are medians (min-max) over repetitions, ratios are medians of per-repetition ratios"
         );
     }
+    if scenarios.iter().any(|s| s.pattern.is_curve()) {
+        println!(
+            "CURVE scenarios (curve = PUSH/PULL, PULL the CURVE server; curve-handshake = a new CURVE \
+             REQ socket per round: connect, one request/reply, close; rounds/s = handshakes/s): \
+             A = Debian's libzmq5 ({}) loaded at run time in its worker only (the zmq crate's \
+             libzmq has no CURVE), C = omq.rs with its curve feature; no raw floor",
+            crate::syszmq::SONAME
+        );
+    }
     if fabric {
         println!(
             "fabric scenarios, each repetition: B = fabriq over ofi+PROVIDER ({}), R = fabriq over \
@@ -190,6 +206,7 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
     );
     let mut failures = 0usize;
     let mut table: Option<Option<Transport>> = None;
+    let mut notes_shown: Vec<String> = Vec::new();
     for sc in &scenarios {
         let key = sc.key();
         if table != Some(table_of(sc)) {
@@ -225,6 +242,18 @@ pub fn run(self_args: &[&str], args: &RunArgs) -> Result<(), String> {
                 println!("{line}");
             }
         });
+        // What each side's sockets ran (CURVE), once per distinct line.
+        let notes = if sc.pattern.is_curve() {
+            crate::table::security_notes(&result)
+        } else {
+            Vec::new()
+        };
+        for note in notes {
+            if !notes_shown.contains(&note) {
+                bar.suspend(|| println!("    {note}"));
+                notes_shown.push(note);
+            }
+        }
         results.scenarios.push(result);
         results.config.wall_s = started.elapsed().as_secs_f64();
         // Saved after every scenario, so an interrupted run keeps its data.
@@ -561,6 +590,11 @@ fn spec(
         cpus: cpus.process,
         cpus_peer: cpus.peer_threads,
         stall_ms: ctx.stall_ms,
+        curve: if sc.pattern.is_curve() {
+            ctx.curve.clone()
+        } else {
+            None
+        },
     }
 }
 
@@ -581,7 +615,7 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
         let mut w = WorkerProc::spawn(ctx, &spec, format!("{imp} inproc worker"))?;
         return Ok(vec![w.report(deadline)?]);
     }
-    let reqrep = sc.pattern == Pattern::Reqrep;
+    let reqrep = sc.pattern.is_request_reply();
     let (bind_role, connect_role) = if reqrep {
         (Role::Server, Role::Client)
     } else {

@@ -26,6 +26,15 @@ pub enum Pattern {
     Pubsub,
     /// REQ <-> REP round trips.
     Reqrep,
+    /// PUSH -> PULL throughput with CURVE (the PULL side is the CURVE
+    /// server), tcp only. libzmq here is Debian's `libzmq5` loaded at run
+    /// time ([`crate::syszmq`]): the `zmq` crate's libzmq has no CURVE.
+    Curve,
+    /// CURVE handshakes per second: a client connects a new CURVE REQ
+    /// socket, completes one request/reply with the CURVE REP server, closes
+    /// it, and starts again; each completed round is one handshake.
+    #[serde(rename = "curve-handshake")]
+    CurveHandshake,
 }
 
 /// A transport.
@@ -153,7 +162,21 @@ impl Pattern {
             Pattern::Pushpull => "pushpull",
             Pattern::Pubsub => "pubsub",
             Pattern::Reqrep => "reqrep",
+            Pattern::Curve => "curve",
+            Pattern::CurveHandshake => "curve-handshake",
         }
+    }
+
+    /// Whether the pattern runs the CURVE mechanism (both sides).
+    pub fn is_curve(self) -> bool {
+        matches!(self, Pattern::Curve | Pattern::CurveHandshake)
+    }
+
+    /// Whether the pattern is a client and a server exchanging requests
+    /// and replies (REQ/REP; the handshake scenario's rounds), timed by
+    /// the client, rather than a stream timed by its receivers.
+    pub fn is_request_reply(self) -> bool {
+        matches!(self, Pattern::Reqrep | Pattern::CurveHandshake)
     }
 }
 
@@ -328,9 +351,9 @@ impl Scenario {
         sc
     }
 
-    /// Whether this is a throughput scenario (else latency).
+    /// Whether this is a throughput scenario (else latency / rounds).
     pub fn is_throughput(&self) -> bool {
-        self.pattern != Pattern::Reqrep
+        !self.pattern.is_request_reply()
     }
 
     /// The slots run in each repetition, in order: A B C A' C' floor
@@ -362,7 +385,8 @@ impl Scenario {
                 slots.push(Slot::C2);
             }
         }
-        if floor && self.transport != Transport::Inproc {
+        // The raw floor has no encryption: no floor for CURVE.
+        if floor && self.transport != Transport::Inproc && !self.pattern.is_curve() {
             slots.push(Slot::Floor);
         }
         slots
@@ -387,6 +411,15 @@ fn estimated_rate(pattern: Pattern, transport: Transport, size: usize) -> f64 {
         return fabric_estimated_rate(pattern, transport, size);
     }
     let base = match pattern {
+        Pattern::CurveHandshake => return 800.0,
+        Pattern::Curve => {
+            return match size {
+                0..=64 => 500_000.0,
+                65..=256 => 350_000.0,
+                257..=1024 => 180_000.0,
+                _ => 4.0e8 / size as f64,
+            }
+        }
         Pattern::Reqrep => {
             return match size {
                 0..=4096 => 12_000.0,
@@ -425,12 +458,21 @@ fn fabric_estimated_rate(pattern: Pattern, transport: Transport, size: usize) ->
 
 /// Default sizes per pattern and mode.
 fn default_sizes(mode: Mode, pattern: Pattern, transport: Transport) -> Vec<usize> {
+    if pattern.is_curve() {
+        return match (mode, pattern, transport) {
+            (_, Pattern::CurveHandshake, Transport::Tcp) => vec![64],
+            (Mode::Quick, Pattern::Curve, Transport::Tcp) => vec![64, 1024, 65536],
+            (_, Pattern::Curve, Transport::Tcp) => vec![64, 256, 1024, 16384, 65536],
+            _ => vec![],
+        };
+    }
     if transport.is_fabric() {
         return match (mode, pattern) {
             (_, Pattern::Pubsub) => vec![],
             (_, Pattern::Reqrep) => vec![64],
             (Mode::Quick, Pattern::Pushpull) => vec![64, 65536, 1 << 20],
             (_, Pattern::Pushpull) => vec![64, 65536, 256 * 1024, 1 << 20],
+            (_, Pattern::Curve | Pattern::CurveHandshake) => vec![],
         };
     }
     match (mode, pattern) {
@@ -444,6 +486,7 @@ fn default_sizes(mode: Mode, pattern: Pattern, transport: Transport) -> Vec<usiz
             _ => vec![],
         },
         (Mode::Quick, Pattern::Pubsub) => vec![],
+        (_, Pattern::Curve | Pattern::CurveHandshake) => vec![],
         (_, Pattern::Pushpull) => vec![8, 64, 256, 1024, 4096, 65536, 1 << 20],
         (_, Pattern::Pubsub) => match transport {
             Transport::Tcp => vec![8, 64, 256, 1024, 65536],
@@ -478,6 +521,10 @@ pub fn selected_transports(args: &RunArgs) -> Vec<Transport> {
 /// The scenarios a run measures, in order: the ZeroMQ transports' (pattern
 /// by pattern, as before), then the fabric transports' (transport by
 /// transport, so each fabric table is one block).
+///
+/// The CURVE patterns run only when `--pattern` names them (they need
+/// Debian's `libzmq5` at run time), over tcp only, and the handshake
+/// scenario always has its one size (64 B), whatever `--sizes` says.
 pub fn plan(args: &RunArgs) -> Vec<Scenario> {
     let mode = args.mode();
     let trial_secs = args.trial_secs.unwrap_or(match mode {
@@ -486,8 +533,15 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
         Mode::Smoke => 0.0,
     });
     let selected = selected_transports(args);
-    let patterns = [Pattern::Pushpull, Pattern::Pubsub, Pattern::Reqrep];
-    let wanted = |p: &Pattern| args.pattern.is_empty() || args.pattern.contains(p);
+    let patterns = [
+        Pattern::Pushpull,
+        Pattern::Pubsub,
+        Pattern::Reqrep,
+        Pattern::Curve,
+        Pattern::CurveHandshake,
+    ];
+    let wanted =
+        |p: &Pattern| args.pattern.contains(p) || (args.pattern.is_empty() && !p.is_curve());
     let mut cells: Vec<(Pattern, Transport, FabricVariant)> = Vec::new();
     for pattern in patterns.into_iter().filter(wanted) {
         for transport in Transport::ZMQ {
@@ -509,14 +563,22 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
             continue;
         }
         for &variant in FABRIC_VARIANTS {
-            for pattern in patterns.into_iter().filter(wanted) {
+            for pattern in patterns
+                .into_iter()
+                .filter(wanted)
+                .filter(|p| !p.is_curve())
+            {
                 cells.push((pattern, transport, variant));
             }
         }
     }
     let mut out = Vec::new();
     for (pattern, transport, variant) in cells {
-        let sizes = if args.sizes.is_empty() && variant == FabricVariant::Busy {
+        let sizes = if pattern == Pattern::CurveHandshake
+            || (pattern.is_curve() && transport != Transport::Tcp)
+        {
+            default_sizes(mode, pattern, transport)
+        } else if args.sizes.is_empty() && variant == FabricVariant::Busy {
             vec![1]
         } else if args.sizes.is_empty() {
             default_sizes(mode, pattern, transport)
@@ -536,7 +598,7 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                 let size = size.max(1);
                 let (count, warm) = if mode == Mode::Smoke && args.trial_secs.is_none() {
                     match pattern {
-                        Pattern::Reqrep => (40, 5),
+                        Pattern::Reqrep | Pattern::CurveHandshake => (40, 5),
                         _ => (if size > 65536 { 20 } else { 300 }, 10),
                     }
                 } else {
@@ -545,7 +607,7 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                     let count = (rate * trial_secs).round() as u64;
                     let count = count.clamp(20, 20_000_000);
                     let warm = match pattern {
-                        Pattern::Reqrep => (count / 10).clamp(10, 1000),
+                        Pattern::Reqrep | Pattern::CurveHandshake => (count / 10).clamp(10, 1000),
                         _ => (count / 20).clamp(10, 10_000),
                     };
                     (count, warm)

@@ -46,6 +46,8 @@ pub fn ratio(s: Option<Spread>) -> String {
 pub fn stdout_metrics(sr: &ScenarioResult) -> Vec<Metric> {
     let mut v = if sr.scenario.is_throughput() {
         vec![Metric::MsgPerS, Metric::MbPerS]
+    } else if sr.scenario.pattern == crate::scenario::Pattern::CurveHandshake {
+        vec![Metric::MsgPerS, Metric::P50, Metric::P99]
     } else {
         vec![Metric::P50, Metric::P99, Metric::P999]
     };
@@ -89,7 +91,10 @@ fn row(key: &str, metric: Metric, s: &MetricSummary, omq: bool) -> String {
     format!(
         "{:<W_KEY$} {:<W_MET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
         key,
-        metric.label(),
+        match metric {
+            Metric::MsgPerS if key.starts_with("curve-handshake") => "hs/s",
+            m => m.label(),
+        },
         fig(s.a),
         fig(s.b),
         na(fig(s.c)),
@@ -287,5 +292,26 @@ fn zmq_bands(results: &Results) -> Vec<String> {
         ),
         None => "C/C calibration (omq): not measured".to_string(),
     });
+    out
+}
+
+/// What the workers of a CURVE scenario's trials said they ran, one line
+/// per distinct (implementation, note): the evidence that every side ran
+/// CURVE, and which libzmq it was.
+pub fn security_notes(sr: &ScenarioResult) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in sr.trials.iter().filter(|t| t.ok) {
+        for w in &t.workers {
+            let line = format!(
+                "{} {}: {}",
+                t.implementation.name(),
+                format!("{:?}", w.role).to_lowercase(),
+                w.security.as_deref().unwrap_or("no mechanism reported")
+            );
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
     out
 }

@@ -52,8 +52,12 @@ pub struct WorkerSpec {
     /// CPUs of the receiving threads of an inproc worker; empty: inherited.
     pub cpus_peer: Vec<usize>,
     /// A receiver that waits this long for the next timed message reports
-    /// the messages as lost.
+    /// the messages as lost (the handshake client: the longest wait for
+    /// a round's reply).
     pub stall_ms: u64,
+    /// The keys of a CURVE scenario (none in the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<crate::security::CurveKeys>,
 }
 
 /// Round-trip time percentiles, nanoseconds.
@@ -194,6 +198,12 @@ pub struct WorkerReport {
     /// Instructions of the whole process (perf stat), filled by the runner.
     #[serde(default)]
     pub instructions: Option<u64>,
+    /// What the worker's sockets ran, in CURVE scenarios: the library and
+    /// the mechanism its sockets report (e.g. `libzmq 4.3.4 from
+    /// /usr/lib/x86_64-linux-gnu/libzmq.so.5 (zmq_has("curve") = 1),
+    /// CURVE server (ZMQ_MECHANISM = 2)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<String>,
 }
 
 /// How a side synchronises with the others: through the runner (stdio) or
@@ -309,6 +319,9 @@ pub fn main(spec_json: &str) -> ExitCode {
             Err(e) => format!("pinning failed: {e}"),
         },
     };
+    if let Some(keys) = spec.curve.clone() {
+        crate::security::install(keys);
+    }
     let gate = StdioGate::new();
     let result = run_role(&spec, &gate);
     let (ok, error, outcome) = match result {
@@ -323,6 +336,7 @@ pub fn main(spec_json: &str) -> ExitCode {
         maxrss_kb: Usage::now().maxrss_kb,
         pinning,
         instructions: None,
+        security: crate::security::noted(),
     };
     let line = serde_json::to_string(&report).expect("report serialises");
     StdioGate::say(&line);
@@ -334,8 +348,14 @@ pub fn main(spec_json: &str) -> ExitCode {
 }
 
 fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
-    use crate::zmqlike::{fabriq, libzmq, omq};
+    use crate::zmqlike::{fabriq, libzmq, libzmq_curve, omq};
+    let curve = spec.scenario.pattern.is_curve();
     match (spec.implementation, spec.role) {
+        // The zmq crate's libzmq has no CURVE: the system's libzmq5, loaded
+        // in this process only, plays libzmq (and the zmq crate is never
+        // used in this process).
+        (Impl::Libzmq, Role::Inproc) if curve => Err("no inproc CURVE scenario".into()),
+        (Impl::Libzmq, role) if curve => libzmq_curve::process(spec, role, gate),
         (Impl::Raw, Role::Sender) => crate::raw::sender(spec, gate),
         (Impl::Raw, Role::Receiver) => crate::raw::receiver(spec, gate),
         (Impl::Raw, Role::Client) => crate::raw::client(spec),

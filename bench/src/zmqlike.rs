@@ -2,10 +2,13 @@
 //!
 //! fabriq's API has the shape of the `zmq` crate, and [`crate::omqzmq`]
 //! gives omq.rs's blocking API that shape, so the same code (one timing
-//! loop) is compiled three times by [`zmq_like!`]: against `zmq` (libzmq),
-//! against `fabriq`, and against `omqzmq` (omq). All send from a `&[u8]` and
-//! receive into a reused `Message`, as a program written for the `zmq`
-//! crate would.
+//! loop) is compiled by `zmq_like!` against `zmq` (libzmq), against
+//! `fabriq`, against `omqzmq` (omq), and against [`crate::syszmq`] (the
+//! system's libzmq5 with CURVE, for the CURVE scenarios). All send from a
+//! `&[u8]` and receive into a reused `Message`, as a program written for
+//! the `zmq` crate would. Each socket also goes through the scenario's
+//! security hooks ([`crate::security`]: CURVE server on the binding side,
+//! client on the connecting side; nothing for NULL).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -118,12 +121,13 @@ pub fn no_tune<S>(_sock: &S, _sc: &Scenario) -> Result<(), String> {
 
 /// Generates one implementation module from the shared source.
 macro_rules! zmq_like {
-    ($name:ident, $krate:path, $tune:path, $doc:literal) => {
+    ($name:ident, $krate:path, $tune:path, $sec:path, $doc:literal) => {
         #[doc = $doc]
         pub mod $name {
             use std::time::Instant;
 
             use $krate as z;
+            use $sec as sec;
 
             use crate::scenario::{Pattern, Scenario};
             use crate::sys::{pin_current_thread, Usage};
@@ -149,6 +153,9 @@ macro_rules! zmq_like {
                 match role {
                     Role::Sender => sender(&ctx, sc, &spec.endpoints, gate),
                     Role::Receiver => receiver(&ctx, sc, &ep, spec.stall_ms, gate),
+                    Role::Client if sc.pattern == Pattern::CurveHandshake => {
+                        handshake_client(&ctx, sc, &spec.endpoints[0], spec.stall_ms)
+                    }
                     Role::Client => client(&ctx, sc, &spec.endpoints[0]),
                     Role::Server => server(&ctx, sc, &ep, gate),
                     Role::Inproc => Err("inproc runs in one process".into()),
@@ -170,6 +177,7 @@ macro_rules! zmq_like {
                 };
                 let sock = ctx.socket(kind).map_err(err("socket"))?;
                 $tune(&sock, sc)?;
+                sec::client(&sock, sc)?;
                 sock.set_sndhwm(sc.hwm()).map_err(err("sndhwm"))?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 for ep in endpoints {
@@ -226,6 +234,7 @@ macro_rules! zmq_like {
                 };
                 let sock = ctx.socket(kind).map_err(err("socket"))?;
                 $tune(&sock, sc)?;
+                sec::server(&sock, sc)?;
                 sock.set_rcvhwm(sc.hwm()).map_err(err("rcvhwm"))?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 if sc.pattern == Pattern::Pubsub {
@@ -307,6 +316,7 @@ macro_rules! zmq_like {
             pub fn client(ctx: &z::Context, sc: &Scenario, ep: &str) -> Result<Outcome, String> {
                 let sock = ctx.socket(z::REQ).map_err(err("socket"))?;
                 $tune(&sock, sc)?;
+                sec::client(&sock, sc)?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 sock.connect(ep).map_err(err("connect"))?;
                 let payload = vec![b'R'; sc.size];
@@ -325,6 +335,52 @@ macro_rules! zmq_like {
                 })
             }
 
+            /// The handshake scenario's client: each round makes a new REQ
+            /// socket (CURVE client in CURVE scenarios), connects, sends one
+            /// request, waits at most `timeout_ms` for its reply (else the
+            /// handshake did not complete: an error), and closes the
+            /// socket; `sc.warm` untimed rounds, then `sc.count` timed
+            /// ones, each round's time in the histogram.
+            pub fn handshake_client(
+                ctx: &z::Context,
+                sc: &Scenario,
+                ep: &str,
+                timeout_ms: u64,
+            ) -> Result<Outcome, String> {
+                let payload = vec![b'H'; sc.size];
+                let mut msg = z::Message::new();
+                let mut round = 0u64;
+                time_round_trips(sc, || {
+                    round += 1;
+                    let sock = ctx.socket(z::REQ).map_err(err("socket"))?;
+                    $tune(&sock, sc)?;
+                    sec::client(&sock, sc)?;
+                    sock.set_linger(0).map_err(err("linger"))?;
+                    sock.set_rcvtimeo(timeout_ms as i32)
+                        .map_err(err("rcvtimeo"))?;
+                    sock.connect(ep).map_err(err("connect"))?;
+                    sock.send(&payload[..], 0).map_err(err("send"))?;
+                    match sock.recv(&mut msg, 0) {
+                        Ok(()) => {}
+                        Err(z::Error::EAGAIN) => {
+                            return Err(format!(
+                                "round {round}: no reply within {timeout_ms} ms: the handshake did not complete"
+                            ))
+                        }
+                        Err(e) => return Err(format!("round {round}: recv: {e}")),
+                    }
+                    if msg.len() != sc.size {
+                        return Err(format!(
+                            "reply of {} bytes, expected {}",
+                            msg.len(),
+                            sc.size
+                        ));
+                    }
+                    drop(sock);
+                    Ok(())
+                })
+            }
+
             /// REP: answers exactly warm + count requests.
             pub fn server(
                 ctx: &z::Context,
@@ -334,6 +390,7 @@ macro_rules! zmq_like {
             ) -> Result<Outcome, String> {
                 let sock = ctx.socket(z::REP).map_err(err("socket"))?;
                 $tune(&sock, sc)?;
+                sec::server(&sock, sc)?;
                 sock.set_linger(0).map_err(err("linger"))?;
                 sock.bind(ep).map_err(err("bind"))?;
                 let bound = sock
@@ -476,17 +533,27 @@ zmq_like!(
     libzmq,
     ::zmq,
     crate::zmqlike::no_tune,
+    crate::security::libzmq,
     "libzmq through the `zmq` crate."
+);
+zmq_like!(
+    libzmq_curve,
+    crate::syszmq,
+    crate::zmqlike::no_tune,
+    crate::security::syszmq,
+    "The system's libzmq (Debian's `libzmq5`, with CURVE) loaded at run time through [`crate::syszmq`], with the same code as the other sides: the libzmq side of the CURVE scenarios."
 );
 zmq_like!(
     fabriq,
     ::fabriq,
     crate::zmqlike::fabric_tune,
+    crate::security::fabriq,
     "fabriq sockets, with the same code as the libzmq side."
 );
 zmq_like!(
     omq,
     crate::omqzmq,
     crate::omqzmq::tune,
+    crate::security::omq,
     "omq.rs (`omq-tokio`, blocking API) through [`crate::omqzmq`], with the same code as the libzmq side."
 );

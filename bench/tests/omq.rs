@@ -73,6 +73,7 @@ fn spec(imp: Impl, role: Role, sc: &Scenario, endpoints: Vec<String>) -> WorkerS
         cpus: Vec::new(),
         cpus_peer: Vec::new(),
         stall_ms: 5000,
+        curve: None,
     }
 }
 
