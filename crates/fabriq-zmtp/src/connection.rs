@@ -36,7 +36,7 @@
 //! }
 //! pump(&mut push, &mut pull, now);
 //! assert!(push.is_ready() && pull.is_ready());
-//! push.send(&[bytes::Bytes::from_static(b"hello")]).unwrap();
+//! push.send(&[fabriq_zmtp::Part::from_static(b"hello")]).unwrap();
 //! let events = pump(&mut push, &mut pull, now);
 //! assert!(matches!(&events[..], [Event::Message(m)] if &m[0][..] == b"hello"));
 //! ```
@@ -633,32 +633,33 @@ impl Connection {
                 State::Active => {
                     // Small data frames are copied out of the read buffer
                     // into their part (see `part.rs`); the rest are cut
-                    // out of it below.
-                    if !self.sealing && self.owned.is_empty() {
-                        if let Some((part, more)) = self.decoder.decode_small(&mut self.rx) {
-                            self.partial.push(part);
-                            if !more {
-                                let msg = mem::take(&mut self.partial);
-                                return Ok(Some(self.classify(msg)));
-                            }
-                            continue;
-                        }
-                    }
-                    let Some(frame) = self.next_frame()? else {
-                        return Ok(None);
+                    // out of it.
+                    let small = if !self.sealing && self.owned.is_empty() {
+                        self.decoder.decode_small(&mut self.rx)
+                    } else {
+                        None
                     };
-                    let frame = self.open(frame)?;
-                    if frame.command {
-                        if frame.more {
-                            return Err(ProtocolError::MultipartCommand);
+                    let (part, more) = match small {
+                        Some(small) => small,
+                        None => {
+                            let Some(frame) = self.next_frame()? else {
+                                return Ok(None);
+                            };
+                            let frame = self.open(frame)?;
+                            if frame.command {
+                                if frame.more {
+                                    return Err(ProtocolError::MultipartCommand);
+                                }
+                                match self.on_command(Command::decode(&frame.data)?)? {
+                                    Some(event) => return Ok(Some(event)),
+                                    None => continue,
+                                }
+                            }
+                            (Part::from(frame.data), frame.more)
                         }
-                        match self.on_command(Command::decode(&frame.data)?)? {
-                            Some(event) => return Ok(Some(event)),
-                            None => continue,
-                        }
-                    }
-                    self.partial.push(Part::from(frame.data));
-                    if !frame.more {
+                    };
+                    self.partial.push(part);
+                    if !more {
                         let msg = mem::take(&mut self.partial);
                         return Ok(Some(self.classify(msg)));
                     }
@@ -817,6 +818,7 @@ impl Connection {
 
     /// A publisher reads single-frame messages starting with 0x01/0x00 as
     /// ZMTP 3.0 subscriptions.
+    #[inline]
     fn classify(&self, mut msg: Multipart) -> Event {
         let ty = self.config.socket_type;
         if ty.is_publisher() && !ty.uses_groups() && msg.len() == 1 {

@@ -29,10 +29,10 @@ pub const DEFAULT_BY_REF_THRESHOLD: usize = 8 * 1024;
 ///
 /// ```
 /// use bytes::Bytes;
-/// use fabriq_zmtp::Encoder;
+/// use fabriq_zmtp::{Encoder, Part};
 /// let mut enc = Encoder::new(1024);
 /// enc.push_frame(&Part::from_static(b"small"), false);
-/// enc.push_frame(&Bytes::from(vec![7u8; 4096]), false); // by reference
+/// enc.push_frame(&Part::from(Bytes::from(vec![7u8; 4096])), false); // by reference
 /// let mut slices = [std::io::IoSlice::new(&[]); 8];
 /// let n = enc.io_slices(&mut slices);
 /// assert_eq!(n, 2); // [hdr small hdr] [4096-byte body]
@@ -85,21 +85,21 @@ impl Encoder {
     }
 
     /// Queues one data frame.
+    #[inline]
     pub fn push_frame(&mut self, body: &Part, more: bool) {
-        match body.as_shared() {
-            Some(shared) => self.push(shared, more, false),
-            // Inline bodies are small: they always go into the batch,
-            // unless the by-reference threshold was set that low.
-            None if body.len() >= self.by_ref_threshold => self.push(&body.to_bytes(), more, false),
-            None => {
-                let hlen = header_len(body.len());
-                self.batch.reserve(hlen + body.len());
-                encode_header(&mut self.batch, body.len(), more, false);
-                self.batch.put_slice(body);
-                copies::count(Site::Batch, body.len());
-                self.len += hlen + body.len();
-            }
+        let len = body.len();
+        if len >= self.by_ref_threshold {
+            // A handle to the body (an inline one is copied into one only
+            // if the threshold was set below the inline size).
+            self.push(&body.to_bytes(), more, false);
+            return;
         }
+        let hlen = header_len(len);
+        self.batch.reserve(hlen + len);
+        encode_header(&mut self.batch, len, more, false);
+        self.batch.put_slice(body);
+        copies::count(Site::Batch, len);
+        self.len += hlen + len;
     }
 
     /// Queues a command frame.
@@ -192,8 +192,7 @@ impl Encoder {
     /// the caller's.
     ///
     /// ```
-    /// use bytes::Bytes;
-    /// use fabriq_zmtp::Encoder;
+    /// use fabriq_zmtp::{Encoder, Part};
     /// let mut enc = Encoder::new(1024);
     /// enc.push_frame(&Part::from_static(b"hello"), false);
     /// let mut page = [0u8; 4];
