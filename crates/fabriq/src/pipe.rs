@@ -21,7 +21,7 @@ use fabriq_zmtp::Multipart;
 
 use crate::message::Metadata;
 use crate::signal::Signal;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, PlainGuard, PlainMutex};
 
 /// What travels through a pipe.
 #[derive(Debug, Clone)]
@@ -151,7 +151,7 @@ struct ReaderSide {
 pub(crate) struct Queue {
     hot: CachePadded<Hot>,
     /// Only the reader locks this, so the lock is never contended.
-    reader_side: CachePadded<Mutex<ReaderSide>>,
+    reader_side: CachePadded<PlainMutex<ReaderSide>>,
     hwm: AtomicUsize,
     /// The writer will push no more.
     writer_closed: AtomicBool,
@@ -171,7 +171,7 @@ pub(crate) struct Queue {
 /// What both ends write while items flow.
 #[derive(Debug, Default)]
 struct Hot {
-    shared: Mutex<Shared>,
+    shared: PlainMutex<Shared>,
     /// Items in the pipe (see [`Queue`]).
     len: AtomicUsize,
     /// The writer found the queue full and waits for a wake-up. Paired
@@ -189,7 +189,7 @@ impl Queue {
     pub(crate) fn new(hwm: usize, reader: Waker, writer: Waker) -> Arc<Queue> {
         Arc::new(Queue {
             hot: CachePadded::new(Hot::default()),
-            reader_side: CachePadded::new(Mutex::new(ReaderSide::default())),
+            reader_side: CachePadded::new(PlainMutex::new(ReaderSide::default())),
             hwm: AtomicUsize::new(hwm),
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
@@ -201,14 +201,15 @@ impl Queue {
         })
     }
 
-    fn lock_shared(&self) -> MutexGuard<'_, Shared> {
-        // A panic elsewhere must not wedge every pipe: the queue holds
-        // plain data, consistent after any completed operation.
-        self.hot.shared.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_shared(&self) -> PlainGuard<'_, Shared> {
+        // No poisoning: a panic elsewhere must not wedge every pipe, and
+        // the queue holds plain data, consistent after any completed
+        // operation.
+        self.hot.shared.lock()
     }
 
-    fn lock_reader(&self) -> MutexGuard<'_, ReaderSide> {
-        self.reader_side.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_reader(&self) -> PlainGuard<'_, ReaderSide> {
+        self.reader_side.lock()
     }
 
     /// Items in the pipe, as the writer sees it (possibly a few high).
