@@ -309,12 +309,13 @@ impl Pipes {
 
     fn pop_next(&mut self) -> Option<(usize, Item)> {
         let n = self.list.len();
-        for k in 0..n {
-            let i = (self.next_in + k) % n;
+        let mut i = start_at(self.next_in, n);
+        for _ in 0..n {
             if let Some(item) = self.list[i].rx.pop() {
-                self.next_in = (i + 1) % n;
+                self.next_in = next_of(i, n);
                 return Some((i, item));
             }
+            i = next_of(i, n);
         }
         None
     }
@@ -374,12 +375,13 @@ impl Pipes {
     /// The next pipe, round robin, that has room for a message.
     pub fn pick_out(&mut self) -> Option<usize> {
         let n = self.list.len();
-        for k in 0..n {
-            let i = (self.next_out + k) % n;
+        let mut i = start_at(self.next_out, n);
+        for _ in 0..n {
             if self.list[i].tx.has_room() {
-                self.next_out = (i + 1) % n;
+                self.next_out = next_of(i, n);
                 return Some(i);
             }
+            i = next_of(i, n);
         }
         None
     }
@@ -442,6 +444,29 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
         });
     }
     (pipes, queues)
+}
+
+/// A round-robin cursor as a valid index into `n` pipes (a pipe removed
+/// since may have left it at the end).
+#[inline]
+fn start_at(cursor: usize, n: usize) -> usize {
+    if cursor < n {
+        cursor
+    } else {
+        0
+    }
+}
+
+/// The index after `i` among `n`, wrapping. A comparison, not `%`: the
+/// division it replaces took 20-40 cycles twice per message on the send
+/// and receive paths.
+#[inline]
+fn next_of(i: usize, n: usize) -> usize {
+    if i + 1 < n {
+        i + 1
+    } else {
+        0
+    }
 }
 
 #[cfg(all(test, not(loom)))]
