@@ -17,9 +17,8 @@ use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::command::Command;
 use fabriq_zmtp::frame::{encode_header, Frame, FrameDecoder};
 use fabriq_zmtp::greeting::{Greeting, GreetingDecoder, MechanismName, Version, GREETING_LEN};
-use fabriq_zmtp::Part;
 use fabriq_zmtp::{
-    AuthReply, Config, Connection, CurveKeyPair, CurveSecretKey, Event, MechanismConfig,
+    AuthReply, Config, Connection, CurveKeyPair, CurveSecretKey, Event, MechanismConfig, Part,
     Properties, ProtocolError, SocketType,
 };
 

@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{command_frame, connected, connected_types, drain, pump, raw_greeting, ready_frame};
 use fabriq_zmtp::part::INLINE_MAX;
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Config, Connection, Event, ProtocolError, SocketType};
+use fabriq_zmtp::{Config, Connection, Event, Part, ProtocolError, SocketType};
 
 #[test]
 fn every_pair_handshakes_or_refuses_as_libzmq_does() {

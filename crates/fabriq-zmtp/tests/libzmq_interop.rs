@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::frame::FrameDecoder;
 use fabriq_zmtp::greeting::GREETING_LEN;
-use fabriq_zmtp::Part;
 use fabriq_zmtp::{
-    Command, Config, Connection, Event, PeerInfo, ProtocolError, SocketType, Version,
+    Command, Config, Connection, Event, Part, PeerInfo, ProtocolError, SocketType, Version,
 };
 
 /// Upper bound of every wait.

@@ -7,8 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{command_frame, connected_types, raw_greeting, ready_frame};
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Config, Connection, Event, ProtocolError, SocketType};
+use fabriq_zmtp::{Config, Connection, Event, Part, ProtocolError, SocketType};
 
 fn fresh(socket_type: SocketType) -> Connection {
     Connection::new(Config::new(socket_type), Instant::now()).unwrap()

@@ -12,8 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{connected_types, drain, raw_greeting, ready_frame};
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Config, Connection, Event, SocketType};
+use fabriq_zmtp::{Config, Connection, Event, Part, SocketType};
 use proptest::collection::vec;
 use proptest::prelude::*;
 

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{command_frame, drain, events, pump};
-use fabriq_zmtp::Part;
 use fabriq_zmtp::{
     z85, AuthReply, AuthRequest, Config, Connection, CurveKeyPair, Event, MechanismConfig,
-    MechanismName, ProtocolError, SocketType, UsageError,
+    MechanismName, Part, ProtocolError, SocketType, UsageError,
 };
 use proptest::prelude::*;
 

@@ -16,9 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use fabriq_zmtp::Part;
 use fabriq_zmtp::{
-    AuthReply, Config, Connection, CurveKeyPair, Event, MechanismConfig, MechanismName,
+    AuthReply, Config, Connection, CurveKeyPair, Event, MechanismConfig, MechanismName, Part,
     ProtocolError, SocketType,
 };
 

@@ -7,8 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use common::{connected_types, drain};
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Config, Connection, SocketType};
+use fabriq_zmtp::{Config, Connection, Part, SocketType};
 
 fn greeting_and_ready(config: Config) -> (Vec<u8>, Vec<u8>) {
     let mut conn = Connection::new(config, Instant::now()).unwrap();

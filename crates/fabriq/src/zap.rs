@@ -20,8 +20,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{AuthReply, AuthRequest, Multipart, PeerInfo, Properties, ProtocolError};
+use fabriq_zmtp::{AuthReply, AuthRequest, Multipart, Part, PeerInfo, Properties, ProtocolError};
 
 use crate::options::Options;
 use crate::pipe::{Item, PeerIo, PipeEnd, Queue, Waker};

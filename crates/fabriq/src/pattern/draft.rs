@@ -27,8 +27,7 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};

@@ -18,8 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use crate::error::{err, Error, Result};
 use crate::options::Options;
@@ -272,6 +271,17 @@ impl Pipes {
 
     pub fn index_of(&self, id: PipeId) -> Option<usize> {
         self.slots.get(&id).map(|s| s.at)
+    }
+
+    /// [`Pipes::index_of`], trying `at` first: where the pipe was when the
+    /// caller last looked, which it still is unless pipes were added or
+    /// removed since (a comparison instead of a hash lookup per message).
+    #[inline]
+    pub fn index_near(&self, id: PipeId, at: usize) -> Option<usize> {
+        match self.list.get(at) {
+            Some(pipe) if pipe.id == id => Some(at),
+            _ => self.index_of(id),
+        }
     }
 
     /// The next message, fairly across pipes (each pipe gets a turn per

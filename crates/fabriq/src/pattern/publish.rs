@@ -21,8 +21,7 @@
 use std::collections::VecDeque;
 
 use bytes::{BufMut, BytesMut};
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, ByPipe, Pattern, Pipes, Received, Topics};
 use crate::error::{Error, Result};

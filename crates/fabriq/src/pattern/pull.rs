@@ -1,7 +1,6 @@
 //! PULL: fair-queued input from all peers.
 
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
 use crate::error::Result;

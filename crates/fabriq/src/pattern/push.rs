@@ -1,7 +1,6 @@
 //! PUSH: round-robin to peers with room; blocks when none has room.
 
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
 use crate::error::{Error, Result};
@@ -11,7 +10,8 @@ use crate::pipe::{Item, PipeEnd, PipeId};
 #[derive(Default)]
 pub(crate) struct Push {
     pub(super) pipes: Pipes,
-    target: Option<PipeId>,
+    /// The pipe `start_send` chose, and where it was in the list.
+    target: Option<(PipeId, usize)>,
 }
 
 impl Pattern for Push {
@@ -25,12 +25,16 @@ impl Pattern for Push {
 
     fn start_send(&mut self, _: &Part, _: &Options) -> Result<()> {
         let i = self.pipes.pick_out().ok_or(Error::EAGAIN)?;
-        self.target = Some(self.pipes.list[i].id);
+        self.target = Some((self.pipes.list[i].id, i));
         Ok(())
     }
 
     fn send(&mut self, msg: Multipart, _: &Options) -> Result<()> {
-        push_to(&self.pipes, self.target.take(), msg);
+        if let Some((id, at)) = self.target.take() {
+            if let Some(i) = self.pipes.index_near(id, at) {
+                self.pipes.list[i].tx.push(Item::Msg(msg));
+            }
+        }
         Ok(())
     }
 

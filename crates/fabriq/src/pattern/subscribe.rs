@@ -8,8 +8,7 @@
 //! it is given upstream to every publisher.
 
 use bytes::Bytes;
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{Multipart, SocketType};
+use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received, Topics};
 use crate::error::{Error, Result};

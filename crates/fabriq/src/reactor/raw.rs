@@ -11,8 +11,7 @@ use std::io::{self, IoSlice};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use fabriq_zmtp::Part;
-use fabriq_zmtp::{PeerInfo, Properties, ProtocolError, SocketType, Version};
+use fabriq_zmtp::{Part, PeerInfo, Properties, ProtocolError, SocketType, Version};
 
 use super::engine::{End, Engine, Input, Pulled, Reads};
 use crate::pipe::{Item, Queue};
