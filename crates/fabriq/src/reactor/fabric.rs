@@ -493,6 +493,12 @@ impl NodeState {
             for event in events.drain(..) {
                 self.file(event, ready);
             }
+            // Post again before the next read drives the provider: what
+            // arrives while no receive is posted, tcp;ofi_rxm keeps in a
+            // 16 KiB buffer of its own, from pools it never shrinks, so a
+            // peer flooding past its credits grew the node by 118 MB per
+            // 20,000 pages (hostile_fabric.rs, many lying connections).
+            self.post_receives();
         }
         self.events = events;
         self.post_receives();
