@@ -929,3 +929,133 @@ impl Rogue {
         self.send_bytes(dest, id, seq, bytes);
     }
 }
+
+/// A PULL whose application reads nothing: the good peer's messages (a
+/// page each) fill its queue and hold most of the node's pages, and then
+/// a rogue sends 50,000 pages past its credits. Before, no receive could be
+/// posted while the pages were held, and libfabric's rxm kept every page
+/// of the flood in a 16 KiB buffer of its own: the PULL grew by 320 MB
+/// for 20,000 pages. Now frames are copied out of their pages while the pool runs
+/// low, so receives stay posted and the flood is dropped as it comes.
+#[test]
+fn a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    const NAME: &str = "a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood";
+    if std::env::var_os(CHILD).is_some() {
+        let ctx = fabriq::Context::new();
+        let pull = ctx.socket(fabriq::PULL).unwrap();
+        pull.set_fabric_page_count(PAGE_COUNT as i32).unwrap();
+        pull.set_fabric_page_size(PAGE_SIZE as i32).unwrap();
+        pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+        println!("endpoint {}", pull.get_last_endpoint().unwrap().unwrap());
+        // Reads nothing until its stdin closes (a thread, so that the
+        // wait is bounded).
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+            let _ = done_tx.send(());
+        });
+        let _ = done.recv_timeout(Duration::from_secs(300));
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let until = Instant::now() + 3 * LIMIT;
+    let endpoint = loop {
+        let line = lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .expect("the PULL's endpoint in time");
+        if let Some(at) = line.find("endpoint ") {
+            break line[at + "endpoint ".len()..].trim().to_string();
+        }
+    };
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+
+    // The good peer sends a page per message until it is held back (the
+    // PULL's queue of 1,000 is full and its credits are spent).
+    let ctx = fabriq::Context::new();
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.set_fabric_buffered(false).unwrap();
+    push.set_sndtimeo(200).unwrap();
+    // Its queue is never drained: the context must not wait for it.
+    push.set_linger(0).unwrap();
+    push.connect(&endpoint).unwrap();
+    let mut sent = 0u32;
+    let until = Instant::now() + 3 * LIMIT;
+    while sent < 3000 && Instant::now() < until {
+        match push.send(&b"good"[..], 0) {
+            Ok(()) => sent += 1,
+            Err(_) => break,
+        }
+    }
+    assert!(
+        sent > 1000,
+        "the good peer sent {sent} messages: the PULL's queue did not fill"
+    );
+    // Let the PULL take in what it can before the baseline.
+    std::thread::sleep(Duration::from_millis(500));
+    let held = rss_kb(pid);
+
+    let mut rogue = Rogue::open();
+    let mut s = TcpStream::connect(&control).unwrap();
+    let props = handshake(&mut s, b"PUSH", &rogue);
+    let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
+    let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+    let dest = rogue
+        .ep
+        .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+        .unwrap();
+    const FLOOD: u32 = 50_000;
+    for seq in 0..window + FLOOD {
+        rogue.send_page_waiting(dest, id, seq);
+    }
+    // Until every flooded page has left the rogue (the PULL's side has
+    // it, read or buffered), at most 10 s.
+    let until = Instant::now() + LIMIT;
+    while rogue.ep.sends_in_flight() > 0 && Instant::now() < until {
+        rogue.progress();
+        std::thread::yield_now();
+    }
+    // And a second for the PULL to take in what its socket still holds.
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        rogue.progress();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let flooded = rss_kb(pid);
+    drop(child.stdin.take());
+    let until = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the PULL did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "PULL reading nothing: {held} kB with {sent} good messages sent, {flooded} kB after {FLOOD} pages flooded"
+    );
+    // What the flood may cost: the provider's pools growing once for a
+    // burst, and the good messages copied out of their pages (1,000 of
+    // 4 bytes: well within).
+    let bound = held + PROVIDER_BURST_KB;
+    assert!(
+        flooded <= bound,
+        "a flood into a PULL that reads nothing: {held} -> {flooded} kB, more than {bound} kB"
+    );
+}
