@@ -45,6 +45,12 @@ pub const BUF_ALIGN: usize = 4096;
 /// are only backed when first touched, where an aligned `alloc_zeroed`
 /// wrote every byte (a 32 MiB page pool cost about a fifth of opening an
 /// ofi+tcp endpoint, and its whole size in RSS at once).
+///
+/// The buffer sits between two inaccessible guard pages (`PROT_NONE`):
+/// an overrun faults instead of reaching a neighbour, and the kernel
+/// cannot merge the buffer with an adjacent anonymous mapping (a glibc
+/// arena, another pool), so `/proc/PID/smaps` shows it as a mapping of
+/// its own, of exactly its size (docs/reliability.md, the slow growth).
 struct RawBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -52,39 +58,64 @@ struct RawBuf {
 
 impl RawBuf {
     fn new(len: usize) -> Result<Self> {
-        let len = len.max(1);
-        // SAFETY: a fresh private anonymous mapping; no address hint, no
-        // file. The result is checked for MAP_FAILED below.
-        let ptr = unsafe {
+        let len = len.max(1).div_ceil(BUF_ALIGN) * BUF_ALIGN;
+        let mapped = len
+            .checked_add(2 * BUF_ALIGN)
+            .ok_or_else(|| Error::Invalid("registered buffer size overflows".into()))?;
+        // SAFETY: a fresh private anonymous mapping, inaccessible for now;
+        // no address hint, no file. The result is checked for MAP_FAILED.
+        let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                mapped,
+                libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
         };
-        if ptr == libc::MAP_FAILED {
-            let code = std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::ENOMEM);
-            return Err(Error::Fi {
-                call: "mmap",
-                code,
-                msg: sys::strerror(code),
-            });
+        if base == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
         }
-        let ptr = NonNull::new(ptr.cast()).ok_or(Error::Invalid("mmap returned NULL".into()))?;
+        let ptr = base.cast::<u8>().wrapping_add(BUF_ALIGN);
+        // SAFETY: ptr..ptr+len lies inside the mapping just made (one guard
+        // page on each side of it).
+        if unsafe { libc::mprotect(ptr.cast(), len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            let e = os_error("mprotect");
+            // SAFETY: the mapping made above, not handed out.
+            unsafe { libc::munmap(base, mapped) };
+            return Err(e);
+        }
+        let ptr = NonNull::new(ptr).ok_or(Error::Invalid("mmap returned NULL".into()))?;
+        tracing::debug!(
+            address = ?ptr,
+            bytes = len,
+            "registered buffer mapped between guard pages"
+        );
         Ok(RawBuf { ptr, len })
+    }
+}
+
+fn os_error(call: &'static str) -> Error {
+    let code = std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::ENOMEM);
+    Error::Fi {
+        call,
+        code,
+        msg: sys::strerror(code),
     }
 }
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
-        // SAFETY: mapped in new() with this length, unmapped once.
+        // SAFETY: mapped in new() with a guard page before ptr and one
+        // after ptr+len; unmapped once, guards included.
         unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+            libc::munmap(
+                self.ptr.as_ptr().wrapping_sub(BUF_ALIGN).cast(),
+                self.len + 2 * BUF_ALIGN,
+            );
         }
     }
 }
@@ -460,5 +491,56 @@ impl std::fmt::Debug for MemoryRegion {
             .field("len", &self.len)
             .field("key", &self.key)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `/proc/self/maps` lines as (start, end, permissions).
+    fn maps() -> Vec<(usize, usize, String)> {
+        std::fs::read_to_string("/proc/self/maps")
+            .expect("/proc/self/maps")
+            .lines()
+            .map(|line| {
+                let mut fields = line.split_whitespace();
+                let range = fields.next().unwrap();
+                let perms = fields.next().unwrap().to_string();
+                let (a, b) = range.split_once('-').unwrap();
+                (
+                    usize::from_str_radix(a, 16).unwrap(),
+                    usize::from_str_radix(b, 16).unwrap(),
+                    perms,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_buffer_is_a_mapping_of_its_own_between_guard_pages() {
+        // Two buffers made one after the other: without the guards the
+        // kernel would place them side by side and merge them into one
+        // mapping.
+        let bufs: Vec<RawBuf> = (0..2).map(|_| RawBuf::new(5 * 4096 + 1).unwrap()).collect();
+        let maps = maps();
+        for buf in &bufs {
+            assert_eq!(buf.len, 6 * 4096, "rounded up to whole pages");
+            let start = buf.ptr.as_ptr() as usize;
+            let i = maps
+                .iter()
+                .position(|m| m.0 == start)
+                .expect("the buffer starts a mapping");
+            assert_eq!(maps[i].1, start + buf.len, "and ends one");
+            assert!(maps[i].2.starts_with("rw"), "{:?}", maps[i]);
+            assert_eq!(maps[i - 1].1, start, "a mapping right before it");
+            assert_eq!(maps[i - 1].2, "---p", "inaccessible");
+            assert_eq!(maps[i + 1].0, start + buf.len, "and right after it");
+            assert_eq!(maps[i + 1].2, "---p", "inaccessible");
+            // SAFETY: the buffer is ours, RW, buf.len bytes.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(buf.ptr.as_ptr(), buf.len) };
+            assert!(bytes.iter().all(|&b| b == 0), "zeroed");
+            bytes.fill(0xA5);
+        }
     }
 }

@@ -669,3 +669,393 @@ fn a_message_that_does_not_end_starves_no_other_peer() {
     }
     assert_eq!(rogues, 1);
 }
+
+// --- Memory over many lying fabric connections -----------------------------
+//
+// The PULL runs in a process of its own (this test binary again, running
+// only this test with FABRIQ_HOSTILE_PULL_CHILD set), so that its VmRSS is
+// the PULL's alone; the rogues and the good PUSH are in the test process.
+
+const CHILD: &str = "FABRIQ_HOSTILE_PULL_CHILD";
+
+/// The PULL's side: binds, prints `endpoint E`, reads (discarding) what
+/// comes, prints `good N` at every 500th good message, and ends when its
+/// stdin closes (at most after 5 minutes).
+fn pull_child() {
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(50).unwrap();
+    pull.set_fabric_page_count(PAGE_COUNT as i32).unwrap();
+    pull.set_fabric_page_size(PAGE_SIZE as i32).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    println!("endpoint {}", pull.get_last_endpoint().unwrap().unwrap());
+    let (done_tx, done) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        let _ = done_tx.send(());
+    });
+    let until = Instant::now() + Duration::from_secs(300);
+    let mut good = 0u32;
+    while Instant::now() < until && done.try_recv().is_err() {
+        match pull.recv_multipart(0) {
+            Ok(m) if m.len() == 1 && m[0].starts_with(b"good") => {
+                good += 1;
+                if good % 500 == 0 {
+                    println!("good {good}");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the PULL still runs")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS")
+}
+
+/// What each lying connection does after the handshake.
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// Sends one page more than its window, then keeps sending pages
+    /// (stamped with its id) after it was dropped, as fast as it can.
+    Flood,
+    /// Starts a message and never ends it: 1-byte frames, one per page,
+    /// as long as credits come back, up to `UNENDED_FRAMES`.
+    Unended,
+    /// Completes the handshake and then says nothing (its credits stay
+    /// granted).
+    Idle,
+}
+
+const UNENDED_FRAMES: u32 = 256;
+
+/// The PULL's page geometry (the defaults, set explicitly): its node
+/// registers PAGE_COUNT pages of PAGE_SIZE + 64 bytes, backed as touched.
+const PAGE_COUNT: u64 = 512;
+const PAGE_SIZE: u64 = 65536;
+/// What libfabric's tcp;ofi_rxm may add once, for a burst: its receive
+/// and bounce buffer pools grow by chunks of 1,024 buffers of
+/// FI_OFI_RXM_BUFFER_SIZE (16 KiB) plus headers, and keep them (one chunk
+/// of 16,740 kB and one of 16,900 kB measured at a backlog's burst,
+/// docs/reliability.md); two such chunks.
+const PROVIDER_BURST_KB: u64 = 2 * 1024 * 17;
+/// Per lying connection: its control connection (a stream engine and its
+/// buffers), its fabric state and the 256 one-byte frames of an unended
+/// message copied out of their pages (measured: about 32 kB).
+const PER_CONNECTION_KB: u64 = 256;
+
+#[test]
+fn many_lying_fabric_connections_cost_the_pull_a_bounded_memory() {
+    if std::env::var_os(CHILD).is_some() {
+        return pull_child();
+    }
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "many_lying_fabric_connections_cost_the_pull_a_bounded_memory",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_line = |prefix: &str| -> String {
+        let until = Instant::now() + 3 * LIMIT;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let line = lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("the PULL printed no {prefix:?} line in time"));
+            // libtest may have written `test NAME ... ` before it.
+            if let Some(at) = line.find(prefix) {
+                return line[at + prefix.len()..].trim().to_string();
+            }
+        }
+    };
+    let endpoint = wait_line("endpoint ");
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+
+    // The good peer, unbuffered: a page per message, so that its traffic
+    // goes through as many pages as it can.
+    let ctx = fabriq::Context::new();
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.set_sndtimeo(LIMIT.as_millis() as i32).unwrap();
+    push.set_fabric_buffered(false).unwrap();
+    push.connect(&endpoint).unwrap();
+    let mut good = 0u32;
+    let mut exchange = |n: u32| {
+        for _ in 0..n {
+            push.send(&b"good"[..], 0).unwrap();
+        }
+        good += n;
+        let _ = wait_line(&format!("good {good}"));
+    };
+    // Warm-up: the provider's buffers for a connection and a burst exist.
+    exchange(2000);
+    let baseline = rss_kb(pid);
+    // Pages a flooding connection sends after its window: libfabric's rxm
+    // buffers what arrives while no receive is posted (16 KiB a message,
+    // never given back), so a PULL that left its receives unposted while
+    // it drove the provider took 118 MB for these 20,000 pages, 557 MB for
+    // 100,000 (FABRIQ_HOSTILE_FLOOD_PAGES; docs/reliability.md).
+    let flood: u32 = std::env::var("FABRIQ_HOSTILE_FLOOD_PAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let mut rogue = Rogue::open();
+    let mut table = Vec::new();
+    for n in [1usize, 10, 50] {
+        let mut conns = Vec::new();
+        for i in 0..n {
+            let lie = [Lie::Flood, Lie::Unended, Lie::Idle][i % 3];
+            let mut s = TcpStream::connect(&control).unwrap();
+            let props = handshake(&mut s, b"PUSH", &rogue);
+            let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
+            let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+            let dest = rogue
+                .ep
+                .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+                .unwrap();
+            conns.push((lie, s, window, id, dest));
+        }
+        let mut flooded = 0u32;
+        for (lie, s, window, id, dest) in &mut conns {
+            match lie {
+                Lie::Flood => {
+                    // Window + 1, and then more pages that a dropped
+                    // connection may not send.
+                    for seq in 0..*window + flood {
+                        rogue.send_page_waiting(*dest, *id, seq);
+                        flooded += 1;
+                    }
+                }
+                Lie::Unended => {
+                    let mut credits = *window;
+                    let mut pending = Vec::new();
+                    let mut sent = 0;
+                    let until = Instant::now() + 3 * LIMIT;
+                    while sent < UNENDED_FRAMES && Instant::now() < until {
+                        while credits > 0 && sent < UNENDED_FRAMES {
+                            rogue.send_bytes_waiting(*dest, *id, sent, &[0x01, 1, b'y']);
+                            sent += 1;
+                            credits -= 1;
+                        }
+                        rogue.progress();
+                        credits += read_credits(s, &mut pending, Duration::from_millis(5))
+                            .expect("an unfinished message is legal: not dropped");
+                    }
+                }
+                Lie::Idle => {}
+            }
+        }
+        for (lie, s, ..) in &mut conns {
+            if matches!(lie, Lie::Flood) {
+                assert!(dropped(s, &mut rogue), "a flooding sender: not dropped");
+            }
+        }
+        // The good peer is served meanwhile.
+        exchange(500);
+        let during = rss_kb(pid);
+        drop(conns);
+        exchange(500);
+        // Whatever the closed connections held goes back: sample until
+        // it is at most what it was during, for at most 5 s.
+        let until = Instant::now() + Duration::from_secs(5);
+        let mut after = rss_kb(pid);
+        while after > during && Instant::now() < until {
+            rogue.progress();
+            std::thread::sleep(Duration::from_millis(50));
+            after = rss_kb(pid);
+        }
+        eprintln!(
+            "{n} lying connections: PULL VmRSS {baseline} kB before, {during} kB during, {after} kB after ({flooded} pages flooded)"
+        );
+        table.push((n, during, after));
+    }
+    drop(child.stdin.take());
+    let until = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the PULL did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The bound: the registered pages (at most all of them backed), the
+    // provider's one-off growth for a burst, and a per-connection cost;
+    // what closed connections held does not stay beyond it.
+    let pool_kb = PAGE_COUNT * (PAGE_SIZE + 64) / 1024;
+    for (n, during, after) in table {
+        let bound = baseline + pool_kb + PROVIDER_BURST_KB + n as u64 * PER_CONNECTION_KB;
+        assert!(
+            during <= bound && after <= bound,
+            "{n} lying connections: the PULL's VmRSS went {baseline} -> {during} kB \
+             (after: {after} kB), more than the bound of {bound} kB"
+        );
+    }
+}
+
+impl Rogue {
+    /// [`Rogue::send_page`], waiting (with progress) for a free page.
+    fn send_page_waiting(&mut self, dest: FiAddr, id: u32, seq: u32) {
+        self.send_bytes_waiting(dest, id, seq, &[0x00, 1, b'x']);
+    }
+
+    /// [`Rogue::send_bytes`], waiting (with progress) for a free page.
+    fn send_bytes_waiting(&mut self, dest: FiAddr, id: u32, seq: u32, bytes: &[u8]) {
+        let until = Instant::now() + LIMIT;
+        while self.pool.available() == 0 {
+            assert!(Instant::now() < until, "the rogue's sends never completed");
+            self.progress();
+        }
+        self.send_bytes(dest, id, seq, bytes);
+    }
+}
+
+/// A PULL whose application reads nothing: the good peer's messages (a
+/// page each) fill its queue and hold most of the node's pages, and then
+/// a rogue sends 50,000 pages past its credits. Before, no receive could be
+/// posted while the pages were held, and libfabric's rxm kept every page
+/// of the flood in a 16 KiB buffer of its own: the PULL grew by 320 MB
+/// for 20,000 pages. Now frames are copied out of their pages while the pool runs
+/// low, so receives stay posted and the flood is dropped as it comes.
+#[test]
+fn a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    const NAME: &str = "a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood";
+    if std::env::var_os(CHILD).is_some() {
+        let ctx = fabriq::Context::new();
+        let pull = ctx.socket(fabriq::PULL).unwrap();
+        pull.set_fabric_page_count(PAGE_COUNT as i32).unwrap();
+        pull.set_fabric_page_size(PAGE_SIZE as i32).unwrap();
+        pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+        println!("endpoint {}", pull.get_last_endpoint().unwrap().unwrap());
+        // Reads nothing until its stdin closes (a thread, so that the
+        // wait is bounded).
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+            let _ = done_tx.send(());
+        });
+        let _ = done.recv_timeout(Duration::from_secs(300));
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let until = Instant::now() + 3 * LIMIT;
+    let endpoint = loop {
+        let line = lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .expect("the PULL's endpoint in time");
+        if let Some(at) = line.find("endpoint ") {
+            break line[at + "endpoint ".len()..].trim().to_string();
+        }
+    };
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+
+    // The good peer sends a page per message until it is held back (the
+    // PULL's queue of 1,000 is full and its credits are spent).
+    let ctx = fabriq::Context::new();
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.set_fabric_buffered(false).unwrap();
+    push.set_sndtimeo(200).unwrap();
+    // Its queue is never drained: the context must not wait for it.
+    push.set_linger(0).unwrap();
+    push.connect(&endpoint).unwrap();
+    let mut sent = 0u32;
+    let until = Instant::now() + 3 * LIMIT;
+    while sent < 3000 && Instant::now() < until {
+        match push.send(&b"good"[..], 0) {
+            Ok(()) => sent += 1,
+            Err(_) => break,
+        }
+    }
+    assert!(
+        sent > 1000,
+        "the good peer sent {sent} messages: the PULL's queue did not fill"
+    );
+    // Let the PULL take in what it can before the baseline.
+    std::thread::sleep(Duration::from_millis(500));
+    let held = rss_kb(pid);
+
+    let mut rogue = Rogue::open();
+    let mut s = TcpStream::connect(&control).unwrap();
+    let props = handshake(&mut s, b"PUSH", &rogue);
+    let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
+    let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+    let dest = rogue
+        .ep
+        .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+        .unwrap();
+    const FLOOD: u32 = 50_000;
+    for seq in 0..window + FLOOD {
+        rogue.send_page_waiting(dest, id, seq);
+    }
+    // Until every flooded page has left the rogue (the PULL's side has
+    // it, read or buffered), at most 10 s.
+    let until = Instant::now() + LIMIT;
+    while rogue.ep.sends_in_flight() > 0 && Instant::now() < until {
+        rogue.progress();
+        std::thread::yield_now();
+    }
+    // And a second for the PULL to take in what its socket still holds.
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        rogue.progress();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let flooded = rss_kb(pid);
+    drop(child.stdin.take());
+    let until = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "the PULL did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "PULL reading nothing: {held} kB with {sent} good messages sent, {flooded} kB after {FLOOD} pages flooded"
+    );
+    // What the flood may cost: the provider's pools growing once for a
+    // burst, and the good messages copied out of their pages (1,000 of
+    // 4 bytes: well within).
+    let bound = held + PROVIDER_BURST_KB;
+    assert!(
+        flooded <= bound,
+        "a flood into a PULL that reads nothing: {held} -> {flooded} kB, more than {bound} kB"
+    );
+}

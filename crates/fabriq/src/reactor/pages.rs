@@ -147,6 +147,8 @@ pub struct PageReader {
     parts: Multipart,
     /// Which of `parts` are slices of received pages (their indices).
     pinned: Vec<usize>,
+    /// Copy every frame out of its page (the node's pool is running low).
+    copy_out: bool,
     publisher: bool,
 }
 
@@ -159,8 +161,20 @@ impl PageReader {
             decoder: FrameDecoder::new(max_data, 64 * 1024),
             parts: Multipart::new(),
             pinned: Vec::new(),
+            copy_out: false,
             publisher,
         }
+    }
+
+    /// From now on, copy frames out of their pages (`true`) or keep them
+    /// as slices (`false`, zero-copy). For a node whose pool runs low: its
+    /// pages are held by messages the application has not read yet, and
+    /// while no receive can be posted, tcp;ofi_rxm keeps whatever arrives
+    /// in buffers of its own, without limit (a peer sending past its
+    /// credits grew a PULL by 800 MB, docs/reliability.md). Copied, a page
+    /// goes back to the pool as soon as it is decoded.
+    pub fn set_copy_out(&mut self, copy_out: bool) {
+        self.copy_out = copy_out;
     }
 
     /// Whether a frame that straddles pages is partly gathered.
@@ -257,7 +271,10 @@ impl PageReader {
                 };
                 return Ok(Some(item));
             }
-            let msg = if from_page {
+            let msg = if from_page && self.copy_out {
+                copies::count(Site::Gather, frame.data.len());
+                self.push_part(Bytes::copy_from_slice(&frame.data), frame.more)
+            } else if from_page {
                 self.push_page_part(frame.data, frame.more)
             } else {
                 self.push_part(frame.data, frame.more)
