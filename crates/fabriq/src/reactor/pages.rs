@@ -273,7 +273,9 @@ impl PageReader {
             }
             let msg = if from_page && self.copy_out {
                 copies::count(Site::Gather, frame.data.len());
-                self.push_part(Bytes::copy_from_slice(&frame.data), frame.more)
+                // (Inline when small: no allocation of its own.)
+                self.parts.push(Part::copy_from_slice(&frame.data));
+                self.end_of_part(frame.more)
             } else if from_page {
                 self.push_page_part(frame.data, frame.more)
             } else {
