@@ -240,6 +240,18 @@ impl Queue {
         self.hot.len.fetch_add(0, Ordering::SeqCst) < hwm
     }
 
+    /// Whether one more message fits under the high-water mark beside
+    /// `pending` items the writer holds back for one [`Queue::push_all`].
+    /// Unlike [`Queue::has_room`] this registers no wake-up: a writer that
+    /// gets `false` pushes what it holds, then asks `has_room`.
+    pub(crate) fn has_room_beside(&self, pending: usize) -> bool {
+        let hwm = self.hwm.load(Ordering::Relaxed);
+        hwm == 0
+            || self.conflate.load(Ordering::Relaxed)
+            || self.reader_closed.load(Ordering::Acquire)
+            || self.len() + pending < hwm
+    }
+
     /// PROBE_ROUTER: queues the empty message that a DEALER, ROUTER or REQ
     /// with the option sends a new peer before anything else. Callers
     /// queue it when they make the pipe (on the socket's outgoing side),
@@ -264,6 +276,54 @@ impl Queue {
             }
             shared.items.push_back(item);
             self.hot.len.fetch_add(1, Ordering::SeqCst);
+            std::mem::take(&mut shared.reader_waiting)
+        };
+        if wake {
+            self.reader.item_for(self);
+        }
+    }
+
+    /// Appends every item of `items`, leaving it empty: one lock, one
+    /// count update and at most one wake-up for the lot. A read that
+    /// decoded several messages delivers them this way (libzmq's session
+    /// likewise flushes its pipe once per read batch, not per message).
+    /// The caller checked [`Queue::has_room_beside`] for each item where
+    /// the pattern requires it. Discarded if the reader is gone.
+    pub(crate) fn push_all(&self, items: &mut Vec<Item>) {
+        match items.len() {
+            0 => return,
+            // One message per read (a round trip): the plain push is
+            // cheaper than handing over buffers.
+            1 => return self.push(items.pop().expect("one item")),
+            _ => {}
+        }
+        if self.reader_closed.load(Ordering::Acquire) {
+            items.clear();
+            return;
+        }
+        let wake = {
+            let mut shared = self.lock_shared();
+            if self.conflate.load(Ordering::Relaxed) {
+                let dropped = shared.items.len();
+                shared.items.clear();
+                self.hot.len.fetch_sub(dropped, Ordering::SeqCst);
+                let newest = items.pop();
+                items.clear();
+                shared.items.extend(newest);
+                self.hot.len.fetch_add(1, Ordering::SeqCst);
+            } else {
+                let n = items.len();
+                if shared.items.is_empty() {
+                    // The reader keeps up: hand over the whole buffer, and
+                    // keep the queue's empty one for the next batch (both
+                    // conversions reuse the allocation).
+                    let batch = VecDeque::from(std::mem::take(items));
+                    *items = Vec::from(std::mem::replace(&mut shared.items, batch));
+                } else {
+                    shared.items.extend(items.drain(..));
+                }
+                self.hot.len.fetch_add(n, Ordering::SeqCst);
+            }
             std::mem::take(&mut shared.reader_waiting)
         };
         if wake {
@@ -313,13 +373,31 @@ impl Queue {
     /// registered for a wake-up on the next push.
     pub(crate) fn pop(&self) -> Option<Item> {
         let mut side = self.lock_reader();
+        self.pop_locked(&mut side)
+    }
+
+    /// Takes items in order and hands each to `take` until it returns
+    /// `false` or the queue is empty: repeated [`Queue::pop`] under one
+    /// lock (an engine encoding a batch for the wire).
+    pub(crate) fn pop_each(&self, mut take: impl FnMut(Item) -> bool) {
+        let mut side = self.lock_reader();
+        while let Some(item) = self.pop_locked(&mut side) {
+            if !take(item) {
+                break;
+            }
+        }
+    }
+
+    // Always inlined: a call per item cost more than the batch saves.
+    #[inline(always)]
+    fn pop_locked(&self, side: &mut ReaderSide) -> Option<Item> {
         if self.conflate.load(Ordering::Relaxed) {
             // Only the newest item counts: nothing may wait in the cache.
             side.unreported += side.cache.len();
             side.cache.clear();
         }
         if side.cache.is_empty() {
-            self.report(&mut side);
+            self.report(side);
             let mut shared = self.lock_shared();
             if shared.items.is_empty() {
                 shared.reader_waiting = true;
@@ -330,7 +408,7 @@ impl Queue {
                 side.unreported += 1 + shared.items.len();
                 shared.items.clear();
                 drop(shared);
-                self.report(&mut side);
+                self.report(side);
                 return item;
             }
             std::mem::swap(&mut side.cache, &mut shared.items);
@@ -338,7 +416,7 @@ impl Queue {
         let item = side.cache.pop_front();
         side.unreported += 1;
         if side.cache.is_empty() || side.unreported >= self.report_batch() {
-            self.report(&mut side);
+            self.report(side);
             if self.is_finished() {
                 // The last item of a closed pipe: the reader's owner can
                 // forget the pipe now, and must be told so to look.
@@ -576,6 +654,31 @@ mod loom_models {
             writer.join().unwrap();
             if !got {
                 assert!(r.would_wake(), "reader sleeps with an item queued");
+            }
+        });
+    }
+
+    /// A batch pushed at once (one read's messages) either is seen whole
+    /// by the reader's look, or wakes it; the reader never sees half of
+    /// it and sleeps.
+    #[test]
+    fn a_batch_wakes_a_reader_that_found_the_queue_empty() {
+        loom::model(|| {
+            let (r, w) = signals();
+            let q = Queue::new(0, Waker::Socket(r.clone()), Waker::Socket(w));
+            let writer = {
+                let q = q.clone();
+                loom::thread::spawn(move || q.push_all(&mut vec![item(), item()]))
+            };
+            r.clear();
+            let mut got = 0;
+            while q.pop().is_some() {
+                got += 1;
+            }
+            writer.join().unwrap();
+            assert!(got == 0 || got == 2, "half a batch seen: {got}");
+            if got == 0 {
+                assert!(r.would_wake(), "reader sleeps with a batch queued");
             }
         });
     }

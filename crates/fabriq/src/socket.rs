@@ -177,12 +177,20 @@ impl Socket {
     }
 
     /// Takes in new pipes and forgets dead ones.
+    ///
+    /// Inlined for the test alone, which every send and receive makes;
+    /// the work is out of line.
+    #[inline]
     pub(crate) fn process_commands(&self, core: &mut Core) {
         // New pipes and dead peers always raise the signal; while it was
         // not raised there is nothing to attach or prune.
-        if !self.shared.signal.take_dirty() {
-            return;
+        if self.shared.signal.take_dirty() {
+            self.attach_and_prune(core);
         }
+    }
+
+    #[cold]
+    fn attach_and_prune(&self, core: &mut Core) {
         for pipe in self.shared.take_pipes() {
             let Core { pattern, opts, .. } = core;
             pattern.attach(pipe, opts);

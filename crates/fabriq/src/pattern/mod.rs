@@ -405,6 +405,7 @@ impl Pipes {
 }
 
 /// The next data message, fair-queued; control items are skipped.
+#[inline]
 pub(crate) fn fair_recv_msg(pipes: &mut Pipes) -> Result<Received> {
     while let Some((i, item)) = pipes.fair_recv() {
         if let Item::Msg(msg) = item {

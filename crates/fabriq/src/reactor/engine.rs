@@ -215,7 +215,14 @@ pub(crate) struct StreamEngine {
     /// an engine that uses this one as its control channel.
     keep_commands: bool,
     commands: Vec<(Bytes, Bytes)>,
+    /// Items decoded by the current read, not yet pushed to the inbound
+    /// queue (see [`Queue::push_all`]); empty between reads.
+    decoded: Vec<Item>,
 }
+
+/// The most decoded items a read holds back before it pushes them: a
+/// reader on another thread starts on a long batch this early.
+const PUSH_BATCH: usize = 64;
 
 impl StreamEngine {
     /// An engine for a connected, registered stream, starting the ZMTP
@@ -232,6 +239,7 @@ impl StreamEngine {
             speculative_write,
             keep_commands: false,
             commands: Vec::new(),
+            decoded: Vec::new(),
         }
     }
 
@@ -286,8 +294,13 @@ impl Engine for StreamEngine {
             // First what is already decoded.
             let mut newest = None;
             let stop = loop {
-                if self.handshaken && inbound.is_some_and(|q| !q.has_room()) {
-                    break Some(Input::Full);
+                if let Some(q) = inbound.filter(|_| self.handshaken) {
+                    if !q.has_room_beside(self.decoded.len()) {
+                        q.push_all(&mut self.decoded);
+                        if !q.has_room() {
+                            break Some(Input::Full);
+                        }
+                    }
                 }
                 let item = match self.conn.poll_event() {
                     Ok(None) => break None,
@@ -312,10 +325,16 @@ impl Engine for StreamEngine {
                     Err(e) => break Some(Input::Ended(End::Protocol(e))),
                 };
                 if let Some(q) = inbound {
-                    q.push(item);
+                    self.decoded.push(item);
                     delivered += 1;
+                    if self.decoded.len() >= PUSH_BATCH {
+                        q.push_all(&mut self.decoded);
+                    }
                 }
             };
+            if let Some(q) = inbound {
+                q.push_all(&mut self.decoded);
+            }
             if let (Some(m), Some(q)) = (newest, inbound) {
                 q.push(Item::Msg(m));
                 delivered += 1;
@@ -473,8 +492,10 @@ fn encode_queued(conn: &mut Connection, outbound: &Queue, mut subs: Option<&mut 
     if !conn.is_ready() {
         return;
     }
-    while conn.pending().len() < MAX_BATCH {
-        let Some(item) = outbound.pop() else { break };
+    if conn.pending().len() >= MAX_BATCH {
+        return;
+    }
+    outbound.pop_each(|item| {
         let sent = match item {
             Item::Msg(m) => conn.send(&m),
             Item::Subscribe(t) => {
@@ -493,7 +514,8 @@ fn encode_queued(conn: &mut Connection, outbound: &Queue, mut subs: Option<&mut 
         if let Err(e) = sent {
             tracing::debug!("dropped an outgoing message: {e}");
         }
-    }
+        conn.pending().len() < MAX_BATCH
+    });
 }
 
 /// A connection's engine behind a lock, shared by its session and the
@@ -598,10 +620,10 @@ mod loom_models {
                 if took == 0 {
                     return (Input::Idle, delivered);
                 }
-                for _ in 0..took {
-                    inbound.unwrap().push(Item::Msg(Multipart::new()));
-                    delivered += 1;
-                }
+                // One push for what the read decoded, as StreamEngine does.
+                let mut batch: Vec<Item> = (0..took).map(|_| Item::Msg(Multipart::new())).collect();
+                inbound.unwrap().push_all(&mut batch);
+                delivered += took;
             }
             let more = self.wire.load(SeqCst) > 0;
             (if more { Input::More } else { Input::Idle }, delivered)
