@@ -18,8 +18,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::command::Command;
 use crate::copies::{self, Site};
-use crate::frame::{encode_header, header_len, Frame};
-use crate::part::Part;
+use crate::frame::{encode_header, header_len, Frame, FLAG_MORE};
+use crate::part::{Part, INLINE_MAX};
 
 /// Default size from which bodies are sent by reference (libzmq uses its
 /// 8 KiB batch size for the same cut).
@@ -92,6 +92,19 @@ impl Encoder {
             // A handle to the body (an inline one is copied into one only
             // if the threshold was set below the inline size).
             self.push(&body.to_bytes(), more, false);
+            return;
+        }
+        if let Some((data, len)) = body.inline_buffer() {
+            // Header and body in one fixed-size buffer, appended at once:
+            // one capacity check, where the header's two `put_u8` and
+            // the body's `put_slice` made three.
+            let mut frame = [0u8; 2 + INLINE_MAX];
+            frame[0] = if more { FLAG_MORE } else { 0 };
+            frame[1] = len as u8;
+            frame[2..].copy_from_slice(data);
+            self.batch.extend_from_slice(&frame[..2 + len]);
+            copies::count(Site::Batch, len);
+            self.len += 2 + len;
             return;
         }
         let hlen = header_len(len);

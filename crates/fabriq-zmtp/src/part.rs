@@ -92,6 +92,17 @@ impl Part {
         }
     }
 
+    /// The whole inline buffer and how many of its bytes are the part's,
+    /// if the bytes are held inline: a copy of the fixed-size buffer is a
+    /// few register moves, where a copy of `len` bytes is a `memcpy` call.
+    #[inline]
+    pub(crate) fn inline_buffer(&self) -> Option<(&[u8; INLINE_MAX], usize)> {
+        match &self.0 {
+            Repr::Inline { len, data } => Some((data, usize::from(*len))),
+            Repr::Shared(_) => None,
+        }
+    }
+
     /// The bytes, writable in place, if they are held inline.
     pub fn inline_mut(&mut self) -> Option<&mut [u8]> {
         match &mut self.0 {
