@@ -192,6 +192,7 @@ pub(crate) fn connect(
         rx: to_us.clone(),
         tx: to_binder.clone(),
         peer_io: None,
+        reader: Default::default(),
         peer: PeerMeta {
             identity: binder_identity,
             metadata: None,
@@ -203,6 +204,7 @@ pub(crate) fn connect(
         rx: to_binder.clone(),
         tx: to_us.clone(),
         peer_io: None,
+        reader: Default::default(),
         peer: PeerMeta {
             identity: opts.identity.clone(),
             metadata: None,
@@ -263,6 +265,7 @@ pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option
         rx: to_handler.clone(),
         tx: to_us.clone(),
         peer_io: None,
+        reader: Default::default(),
         peer: anonymous.clone(),
     });
     Some(PipeEnd {
@@ -270,6 +273,7 @@ pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option
         rx: to_us,
         tx: to_handler,
         peer_io: None,
+        reader: Default::default(),
         peer: anonymous,
     })
 }

@@ -210,12 +210,12 @@ impl Radio {
     /// Applies the joins and leaves peers have sent; anything else a peer
     /// sends is dropped (libzmq's RADIO reads nothing else).
     fn process_input(&mut self) {
-        for pipe in &self.pipes.list {
+        for pipe in &mut self.pipes.list {
             if pipe.rx.len() == 0 {
                 continue;
             }
             let groups = self.groups.entry(pipe.id).or_default();
-            while let Some(item) = pipe.rx.pop() {
+            while let Some(item) = pipe.pop() {
                 match item {
                     Item::Subscribe(g) => {
                         groups.insert(g);

@@ -321,7 +321,7 @@ impl Pipes {
         let n = self.list.len();
         for k in 0..n {
             let i = (self.next_in + k) % n;
-            if let Some(item) = self.list[i].rx.pop() {
+            if let Some(item) = self.list[i].pop() {
                 self.next_in = (i + 1) % n;
                 return Some((i, item));
             }
@@ -349,7 +349,7 @@ impl Pipes {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue; // removed since
             };
-            match self.list[slot.at].rx.pop() {
+            match self.list[slot.at].pop() {
                 Some(item) => {
                     self.ring.push_back(id);
                     return Some((slot.at, item));
@@ -450,6 +450,7 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
                 all_groups: false,
             },
             peer_io: None,
+            reader: Default::default(),
         });
     }
     (pipes, queues)
@@ -512,8 +513,8 @@ mod tests {
         let (mut pipes, queues) = test_pipes(1, &signal);
         assert!(pipes.fair_recv().is_none());
         queues[0].push(msg(1));
-        assert!(pipes.list[0].rx.pop().is_some()); // read outside the ring
-        assert!(pipes.list[0].rx.pop().is_none()); // armed again
+        assert!(pipes.list[0].pop().is_some()); // read outside the ring
+        assert!(pipes.list[0].pop().is_none()); // armed again
         queues[0].push(msg(2));
         let mut woken = Vec::new();
         signal.take_woken(&mut woken);

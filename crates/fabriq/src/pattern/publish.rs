@@ -84,7 +84,7 @@ impl Publish {
             }
             let id = self.pipes.list[i].id;
             let manual = self.xpub && opts.xpub_manual;
-            while let Some(item) = self.pipes.list[i].rx.pop() {
+            while let Some(item) = self.pipes.list[i].pop() {
                 match item {
                     Item::Subscribe(t) if manual => {
                         let asked = self.requested.entry(id).or_default();

@@ -410,6 +410,7 @@ pub(super) fn make_pipe(
         tx: outgoing.clone(),
         peer: peer.clone(),
         peer_io: Some(link.clone()),
+        reader: Default::default(),
     };
     let session_end = PipeEnd {
         id: socket_end.id,
@@ -417,6 +418,7 @@ pub(super) fn make_pipe(
         tx: incoming,
         peer,
         peer_io: None,
+        reader: Default::default(),
     };
     (socket_end, session_end)
 }
