@@ -93,6 +93,11 @@ pub(crate) struct FabricOptions {
     pub page_size: i32,
     /// Registered pages per fabric endpoint.
     pub page_count: i32,
+    /// Seal every page (XSalsa20-Poly1305, `reactor/seal.rs`) under a
+    /// per-direction key sent inside the CURVE-encrypted control
+    /// connection; frames larger than a page are then streamed through
+    /// sealed pages instead of lent for RMA reads. Needs CURVE.
+    pub encrypt: bool,
 }
 
 impl Default for FabricOptions {
@@ -102,6 +107,7 @@ impl Default for FabricOptions {
             flush_us: 0,
             page_size: 64 * 1024,
             page_count: 512,
+            encrypt: false,
         }
     }
 }

@@ -1125,6 +1125,42 @@ impl Socket {
         self.core().opts.fabric.buffered = value;
         Ok(())
     }
+
+    /// Whether `ofi+` connections encrypt their data path (false, the
+    /// default): see [`Socket::set_fabric_encrypt`].
+    pub fn is_fabric_encrypt(&self) -> Result<bool> {
+        Ok(self.core().opts.fabric.encrypt)
+    }
+
+    /// Encrypts the fabric data path of `ofi+` connections made after
+    /// this is set: every page is one XSalsa20-Poly1305 box under a fresh
+    /// random key per direction, which each side sends the other inside
+    /// the CURVE-encrypted control connection (a `KEY` command) before
+    /// its first page. Frames larger than a page are streamed through
+    /// sealed pages instead of being read by RMA, so nothing crosses the
+    /// fabric in clear. Both peers must set it: a connection between one
+    /// that does and one that does not is refused at the handshake.
+    ///
+    /// It needs CURVE (`set_curve_server(true)` or
+    /// `set_curve_serverkey`), whose confidentiality carries the page
+    /// keys: `bind` and `connect` of an `ofi+` endpoint on a socket with
+    /// this option and the NULL or PLAIN mechanism fail with `EINVAL`,
+    /// saying so. Other transports ignore the option (use CURVE there).
+    /// Its cost is measured in docs/fabric.md.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let push = ctx.socket(fabriq::PUSH).unwrap();
+    /// push.set_fabric_encrypt(true).unwrap();
+    /// assert!(push.is_fabric_encrypt().unwrap());
+    /// // Without CURVE there is nothing to carry the page keys.
+    /// let e = push.connect("ofi+tcp://127.0.0.1:5555").unwrap_err();
+    /// assert_eq!(e, fabriq::Error::EINVAL);
+    /// ```
+    pub fn set_fabric_encrypt(&self, value: bool) -> Result<()> {
+        self.core().opts.fabric.encrypt = value;
+        Ok(())
+    }
 }
 
 /// Boolean options.

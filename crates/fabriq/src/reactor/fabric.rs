@@ -41,9 +41,10 @@ use mio::Token;
 
 use super::engine::{End, Engine, Input, Pulled, Reads, StreamEngine};
 use super::pages::{
-    self, hex, Control, PageItem, PageReader, Rdv, CREDIT, FIN, PROP_ADDRESS, PROP_DOORBELL,
-    PROP_ID, PROP_PAGE, PROP_RMA, PROP_SPINNERS, PROP_WINDOW, RDV_DONE, RING,
+    self, hex, Control, PageItem, PageReader, Rdv, CREDIT, FIN, KEY, PROP_ADDRESS, PROP_DOORBELL,
+    PROP_ENCRYPT, PROP_ID, PROP_PAGE, PROP_RMA, PROP_SPINNERS, PROP_WINDOW, RDV_DONE, RING,
 };
+use super::seal::{self, Opener, Sealer};
 use crate::options::{FabricOptions, Options};
 use crate::pipe::{Item, Queue};
 use crate::spin::Spin;
@@ -71,13 +72,33 @@ const READ_POOL_BYTES: usize = 64 << 20;
 /// Frames a sender lends at most at once per connection.
 const MAX_LENT: usize = 64;
 
+/// A received page waiting to be taken in order.
+#[derive(Debug)]
+enum Arrived {
+    /// A page of a connection that does not encrypt, frozen as received.
+    Plain(Bytes),
+    /// A sealed page: opened in place, in order, when it is taken.
+    Sealed(Page),
+}
+
+impl From<Bytes> for Arrived {
+    fn from(b: Bytes) -> Arrived {
+        Arrived::Plain(b)
+    }
+}
+
 /// What a node knows of one connection.
 #[derive(Debug, Default)]
 struct Conn {
     token: Option<Token>,
     /// Received pages by sequence number, until the engine takes them in
     /// order.
-    arrived: BTreeMap<u32, Bytes>,
+    arrived: BTreeMap<u32, Arrived>,
+    /// The connection encrypts: its pages are sealed.
+    sealed: bool,
+    /// The opener for the peer's pages, once its KEY came (until then
+    /// sealed pages wait in `arrived`, unread).
+    opener: Option<Opener>,
     /// The sequence number the engine takes next (the pages before it
     /// were taken).
     next: u32,
@@ -315,8 +336,9 @@ impl Node {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new connection id; pages stamped with it are `token`'s.
-    fn add(&self, token: Token) -> u32 {
+    /// A new connection id; pages stamped with it are `token`'s (and
+    /// sealed if `sealed`).
+    fn add(&self, token: Token, sealed: bool) -> u32 {
         let mut s = self.lock();
         let id = s.next_id;
         s.next_id = s.next_id.wrapping_add(1).max(1);
@@ -324,10 +346,26 @@ impl Node {
             id,
             Conn {
                 token: Some(token),
+                sealed,
                 ..Conn::default()
             },
         );
         id
+    }
+
+    /// Takes the key the peer of `id` seals its pages with (its `KEY`
+    /// command). Only one, and only on a connection that encrypts.
+    fn set_key(&self, id: u32, key: &[u8]) -> Result<(), String> {
+        let mut s = self.lock();
+        let c = s.conns.get_mut(&id).ok_or("no such connection")?;
+        if !c.sealed {
+            return Err("the peer sent a page key (it encrypts the fabric data path, fabric_encrypt) and this socket does not: refused".into());
+        }
+        if c.opener.is_some() {
+            return Err("the peer sent a second page key".into());
+        }
+        c.opener = Some(Opener::new(key)?);
+        Ok(())
     }
 
     fn remove(&self, id: u32) {
@@ -393,7 +431,28 @@ impl Node {
         let mut s = self.lock();
         let c = s.conns.get_mut(&id)?;
         while let Some(page) = c.arrived.remove(next) {
-            out.push_back(page);
+            let bytes = match page {
+                Arrived::Plain(bytes) => bytes,
+                Arrived::Sealed(mut page) => {
+                    // No key yet: the page waits (the KEY command and the
+                    // pages take different paths).
+                    let Some(opener) = c.opener.as_mut() else {
+                        c.arrived.insert(*next, Arrived::Sealed(page));
+                        break;
+                    };
+                    let len = page.len();
+                    if let Err(why) = opener.open(&mut page.buffer_mut()[..len]) {
+                        // Nothing of it is delivered; the page goes back
+                        // to the pool and the connection ends.
+                        c.failed = Some(why);
+                        break;
+                    }
+                    // The frames start after the seal: still a slice of
+                    // the registered page, uncopied.
+                    page.into_bytes().slice(seal::OVERHEAD..)
+                }
+            };
+            out.push_back(bytes);
             *next = next.wrapping_add(1);
         }
         c.next = *next;
@@ -527,8 +586,10 @@ impl NodeState {
                             // The page goes back to the pool; the engine
                             // ends the connection at its next turn.
                             c.failed = Some(why);
+                        } else if c.sealed {
+                            c.arrived.insert(seq, Arrived::Sealed(page));
                         } else {
-                            c.arrived.insert(seq, page.into_bytes());
+                            c.arrived.insert(seq, Arrived::Plain(page.into_bytes()));
                         }
                     }
                     ready.extend(c.token);
@@ -748,8 +809,17 @@ pub(crate) struct FabricEngine {
     peer_doorbell: Option<String>,
     /// Pages sent since the last ring of the peer's doorbell.
     unrung: bool,
-    /// Both nodes do RMA: frames larger than a page are lent, not copied.
+    /// Both nodes do RMA (and the connection does not encrypt): frames
+    /// larger than a page are lent, not copied.
     rendezvous: bool,
+    /// `fabric_encrypt`: seals our pages (each then begins with
+    /// `seal_room` bytes for the seal).
+    sealer: Option<Sealer>,
+    /// Our sending key, until it went to the peer in a KEY command.
+    page_key: Option<zeroize::Zeroizing<[u8; seal::KEY_LEN]>>,
+    /// Bytes reserved at the start of each page: [`seal::OVERHEAD`] when
+    /// sealing, else 0.
+    seal_room: usize,
     /// Frames lent to the peer, by id, until it says it read them.
     lent: HashMap<u32, fabriq_ofi::Lent>,
     lent_bytes: usize,
@@ -806,13 +876,16 @@ enum Filled {
 impl FabricEngine {
     /// The READY metadata that tells the peer how to reach us, granting
     /// it `window` pages.
-    fn metadata(node: &Node, id: u32, window: u32) -> Vec<(String, Bytes)> {
+    fn metadata(node: &Node, id: u32, window: u32, encrypt: bool) -> Vec<(String, Bytes)> {
         let mut props = vec![
             (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
             (PROP_ID.into(), Bytes::from(id.to_string())),
             (PROP_WINDOW.into(), Bytes::from(window.to_string())),
             (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
         ];
+        if encrypt {
+            props.push((PROP_ENCRYPT.into(), Bytes::from_static(b"1")));
+        }
         if node.rma {
             props.push((PROP_RMA.into(), Bytes::from_static(b"1")));
         }
@@ -844,14 +917,26 @@ impl FabricEngine {
     ) -> Result<FabricEngine, String> {
         let local = stream.local_address();
         let fabric = opts.fabric;
+        if fabric.encrypt && opts.security.mechanism != crate::Mechanism::ZMQ_CURVE {
+            // Bind and connect refuse this already (transport/ofi.rs);
+            // never send a page key over a control connection in clear.
+            return Err("fabric_encrypt needs CURVE on the control connection".into());
+        }
         let key = Node::key(provider, &local, &fabric);
         let node: Arc<Node> = poller.local(&key, || Node::open(provider, Some(&local), &fabric))?;
         let demux: Arc<dyn Demux> = node.clone();
         poller.join(&demux).map_err(|e| e.to_string())?;
-        let id = node.add(token);
+        let id = node.add(token, fabric.encrypt);
         let granted = node.share();
         node.grant(id, granted);
-        for (name, value) in Self::metadata(&node, id, granted) {
+        let (sealer, page_key) = match fabric.encrypt {
+            true => {
+                let (sealer, key) = Sealer::generate();
+                (Some(sealer), Some(key))
+            }
+            false => (None, None),
+        };
+        for (name, value) in Self::metadata(&node, id, granted, fabric.encrypt) {
             config
                 .metadata
                 .push(&name, value)
@@ -898,6 +983,9 @@ impl FabricEngine {
             peer_doorbell: None,
             unrung: false,
             rendezvous: false,
+            seal_room: if sealer.is_some() { seal::OVERHEAD } else { 0 },
+            sealer,
+            page_key,
             lent: HashMap::new(),
             lent_bytes: 0,
             next_lent: 0,
@@ -926,6 +1014,16 @@ impl FabricEngine {
             .ok_or("no peer after the handshake")?
             .properties;
         let peer = pages::parse_peer(props)?;
+        let encrypt = self.sealer.is_some();
+        if peer.encrypt != encrypt {
+            let (peer_does, we_do) = match encrypt {
+                true => ("does not", "does"),
+                false => ("does", "does not"),
+            };
+            return Err(format!(
+                "the peer {peer_does} encrypt the fabric data path (fabric_encrypt) and this socket {we_do}: refused before any page was sent"
+            ));
+        }
         let addr = self.node.insert_peer(&peer.address)?;
         self.remote = Some(Remote { addr, id: peer.id });
         self.credits = peer.window;
@@ -936,7 +1034,15 @@ impl FabricEngine {
             _ => None,
         };
         self.peer_doorbell = peer.doorbell;
-        self.rendezvous = self.node.rma && peer.rma;
+        // Sealed pages only: a lent frame would be read in clear.
+        self.rendezvous = self.node.rma && peer.rma && !encrypt;
+        if let Some(key) = self.page_key.take() {
+            // Our key goes before any page can (`remote` is set only now),
+            // inside CURVE's boxes; the Bytes zeroize it when dropped.
+            self.control
+                .send_command(KEY, Bytes::from_owner(key))
+                .map_err(|e| format!("cannot send the page key: {e}"))?;
+        }
         Ok(())
     }
 
@@ -969,6 +1075,12 @@ impl FabricEngine {
     fn take_commands(&mut self) -> bool {
         let mut rung = false;
         for (name, body) in self.control.take_commands() {
+            if name == KEY {
+                if let Err(why) = self.node.set_key(self.id, &body) {
+                    self.failed = Some(why);
+                }
+                continue;
+            }
             match pages::parse_control(&name, &body) {
                 Some(Control::Ring) => rung = true,
                 Some(Control::Credit(n)) => {
@@ -1175,6 +1287,10 @@ impl FabricEngine {
                     false => None,
                 };
                 self.filling = self.node.page();
+                if let Some(page) = self.filling.as_mut() {
+                    // Room for the seal, written when the page ships.
+                    page.set_len(self.seal_room);
+                }
                 if let Some(item) = item {
                     // Into the new page, or into chunks if there is none
                     // (an empty page never asks to be shipped first).
@@ -1207,7 +1323,7 @@ impl FabricEngine {
             if len == limit {
                 return self.ship();
             }
-            if len > 0 && !self.fabric.buffered {
+            if len > self.seal_room && !self.fabric.buffered {
                 // Unbuffered: each message is sent as soon as it is in.
                 return self.ship();
             }
@@ -1217,7 +1333,7 @@ impl FabricEngine {
             let Some(item) = outbound.filter(|_| !lent_full).and_then(Queue::pop) else {
                 // Nothing queued: a partly filled page goes now, unless a
                 // flush interval lets it wait for more.
-                if len == 0 {
+                if len == self.seal_room {
                     return Filled::Drained;
                 }
                 if self.fabric.buffered && self.fabric.flush_us > 0 {
@@ -1242,8 +1358,18 @@ impl FabricEngine {
     fn ship(&mut self) -> Filled {
         self.flush_at = None;
         match self.filling.take() {
-            Some(page) if !page.is_empty() => {
+            Some(mut page) if page.len() > self.seal_room => {
                 debug_assert!(self.unsent_page.is_none());
+                if let Some(sealer) = self.sealer.as_mut() {
+                    // Pages are sealed in the order they are sent (one
+                    // unsent page at a time), the order the peer opens
+                    // them in.
+                    let len = page.len();
+                    if let Err(why) = sealer.seal(&mut page.buffer_mut()[..len]) {
+                        self.failed = Some(why);
+                        return Filled::Drained;
+                    }
+                }
                 self.unsent_page = Some(page);
                 Filled::Page
             }
@@ -1304,9 +1430,12 @@ impl FabricEngine {
                 return false;
             }
         }
-        let straddles = self.filling.as_ref().is_some_and(|p| !p.is_empty())
+        let straddles = self
+            .filling
+            .as_ref()
+            .is_some_and(|p| p.len() > self.seal_room)
             && self.chunks.is_empty()
-            && size <= self.peer_page;
+            && size <= self.peer_page - self.seal_room;
         // Frames larger than a page are lent to the peer, which reads them
         // straight into their final buffer (only messages have parts; a
         // subscription's command is in scratch).
@@ -1473,7 +1602,10 @@ impl Engine for FabricEngine {
     fn unsent(&self) -> usize {
         self.control.unsent()
             + self.chunk_bytes
-            + self.filling.as_ref().map_or(0, Page::len)
+            + self
+                .filling
+                .as_ref()
+                .map_or(0, |p| p.len().saturating_sub(self.seal_room))
             + self.unsent_page.as_ref().map_or(0, Page::len)
             + self.node.in_flight(self.id)
             + self.lent_bytes
@@ -1654,7 +1786,7 @@ mod tests {
         // Out of order (tcp;ofi_rxm completes late), all four granted.
         for seq in [1, 0, 3] {
             c.admit(seq).expect("within the window");
-            c.arrived.insert(seq, Bytes::new());
+            c.arrived.insert(seq, Bytes::new().into());
         }
         assert!(c.admit(3).unwrap_err().contains("twice"), "a page again");
         assert!(
@@ -1662,7 +1794,7 @@ mod tests {
             "past the window"
         );
         c.admit(2).expect("the last one granted");
-        c.arrived.insert(2, Bytes::new());
+        c.arrived.insert(2, Bytes::new().into());
         assert!(c.admit(4).unwrap_err().contains("beyond"), "no credit left");
         // The engine takes 0..=3; a page before `next` is one seen before.
         c.arrived.clear();
@@ -1672,7 +1804,7 @@ mod tests {
         c.allowance += 2;
         assert!(c.admit(6).unwrap_err().contains("beyond"));
         c.admit(5).expect("granted");
-        c.arrived.insert(5, Bytes::new());
+        c.arrived.insert(5, Bytes::new().into());
         c.admit(4).expect("granted");
         // Sequence numbers wrap.
         let mut w = Conn {
@@ -1681,7 +1813,7 @@ mod tests {
             ..Conn::default()
         };
         w.admit(0).expect("after the wrap");
-        w.arrived.insert(0, Bytes::new());
+        w.arrived.insert(0, Bytes::new().into());
         w.admit(u32::MAX).expect("before the wrap");
     }
 
@@ -1692,10 +1824,10 @@ mod tests {
         let fabric = FabricOptions::default();
         let node = Node::open(Some("shm"), None, &fabric).expect("an shm node");
         assert_eq!(node.share(), WINDOW, "alone: the whole window");
-        let ids: Vec<u32> = (0..8).map(|t| node.add(Token(t))).collect();
+        let ids: Vec<u32> = (0..8).map(|t| node.add(Token(t), false)).collect();
         assert_eq!(node.share(), (POSTED / 8) as u32);
         for t in 8..300 {
-            node.add(Token(t));
+            node.add(Token(t), false);
         }
         assert_eq!(node.share(), 1, "more peers than receives: one page each");
         for id in ids {
@@ -1706,7 +1838,7 @@ mod tests {
             ..fabric
         };
         let node = Node::open(Some("shm"), None, &small).expect("a small node");
-        node.add(Token(1));
+        node.add(Token(1), false);
         assert_eq!(node.share(), 4, "a quarter of 16 pages posted");
     }
 
@@ -1736,5 +1868,84 @@ mod tests {
             why.contains("no-such-provider") || why.contains("No data"),
             "{why}"
         );
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod sealed_tests {
+    use super::*;
+
+    /// A page of `conn`'s stream: `text` sealed by `sealer`, from the
+    /// node's pool, as a sealed receive would leave it.
+    fn sealed_page(node: &Node, sealer: &mut Sealer, text: &[u8]) -> Page {
+        let mut page = node.page().expect("a free page");
+        let len = seal::OVERHEAD + text.len();
+        page.buffer_mut()[seal::OVERHEAD..len].copy_from_slice(text);
+        sealer.seal(&mut page.buffer_mut()[..len]).unwrap();
+        page.set_len(len);
+        page
+    }
+
+    fn arrive(node: &Node, id: u32, seq: u32, page: Page) {
+        let mut s = node.lock();
+        let c = s.conns.get_mut(&id).expect("a connection");
+        c.arrived.insert(seq, Arrived::Sealed(page));
+    }
+
+    /// Sealed pages wait for the key, are opened in order into frames
+    /// that start after the seal, and a tampered or replayed page ends
+    /// its own connection only.
+    #[test]
+    fn sealed_pages_wait_for_the_key_and_a_bad_one_ends_only_its_connection() {
+        let node = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let (good, bad) = (node.add(Token(1), true), node.add(Token(2), true));
+        let (mut good_sealer, good_key) = Sealer::generate();
+        let (mut bad_sealer, bad_key) = Sealer::generate();
+        let (mut good_next, mut bad_next) = (0, 0);
+        let mut out = VecDeque::new();
+
+        arrive(
+            &node,
+            good,
+            0,
+            sealed_page(&node, &mut good_sealer, b"first"),
+        );
+        assert_eq!(node.take_in_order(good, &mut good_next, &mut out), None);
+        assert!(out.is_empty(), "no key yet: the page is not taken");
+        node.set_key(good, &good_key[..]).unwrap();
+        assert!(node.set_key(good, &good_key[..]).is_err(), "a second key");
+        node.set_key(bad, &bad_key[..]).unwrap();
+        assert_eq!(node.take_in_order(good, &mut good_next, &mut out), None);
+        assert_eq!(out.pop_front().unwrap(), &b"first"[..]);
+
+        // A flipped ciphertext byte: refused, nothing delivered.
+        let mut page = sealed_page(&node, &mut bad_sealer, b"secret");
+        page.buffer_mut()[seal::OVERHEAD + 2] ^= 1;
+        arrive(&node, bad, 0, page);
+        let why = node
+            .take_in_order(bad, &mut bad_next, &mut out)
+            .expect("refused");
+        assert!(why.contains("authentication"), "{why}");
+        assert!(out.is_empty() && bad_next == 0);
+
+        // The other connection goes on; a replay of its page 1 as page 2
+        // is refused.
+        let page = sealed_page(&node, &mut good_sealer, b"second");
+        let copy = page.as_slice().to_vec();
+        arrive(&node, good, 1, page);
+        assert_eq!(node.take_in_order(good, &mut good_next, &mut out), None);
+        assert_eq!(out.pop_front().unwrap(), &b"second"[..]);
+        let mut replay = node.page().unwrap();
+        replay.fill(&copy).unwrap();
+        arrive(&node, good, 2, replay);
+        let why = node
+            .take_in_order(good, &mut good_next, &mut out)
+            .expect("replay");
+        assert!(why.contains("replayed"), "{why}");
+
+        // A connection that does not encrypt refuses a key.
+        let plain = node.add(Token(3), false);
+        let why = node.set_key(plain, &good_key[..]).unwrap_err();
+        assert!(why.contains("does not"), "{why}");
     }
 }

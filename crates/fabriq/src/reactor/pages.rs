@@ -38,6 +38,11 @@ pub(crate) const RING: &[u8] = b"RING";
 /// frame (body: the id, u32): the sender lets the memory go.
 pub(crate) const RDV_DONE: &[u8] = b"RDVDONE";
 
+/// The control-channel command that carries the sender's page key (body:
+/// 32 bytes) when the data path is encrypted; sent once, after the
+/// handshake and before the first page, inside CURVE's boxes.
+pub(crate) const KEY: &[u8] = b"KEY";
+
 /// READY metadata of a fabric connection.
 pub(crate) const PROP_ADDRESS: &str = "X-Fabriq-Ofi-Address";
 pub(crate) const PROP_ID: &str = "X-Fabriq-Ofi-Id";
@@ -54,6 +59,9 @@ pub(crate) const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
 /// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
 /// id); while it is above zero the peer need not ring (`crate::spin`).
 pub(crate) const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
+/// `1` when the node seals its pages (`fabric_encrypt`); both sides must
+/// agree.
+pub(crate) const PROP_ENCRYPT: &str = "X-Fabriq-Ofi-Encrypt";
 
 /// What the page stream carried, one item at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,6 +360,8 @@ pub struct PeerFabric {
     pub rma: bool,
     /// Where its count of spinners is (`HOST:PID:FD`), with a doorbell.
     pub spinners: Option<String>,
+    /// It seals its pages and expects ours sealed (`fabric_encrypt`).
+    pub encrypt: bool,
 }
 
 /// Reads the peer's fabric address, id, window and page size from its
@@ -388,6 +398,7 @@ pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
         spinners: props
             .get(PROP_SPINNERS)
             .map(|v| String::from_utf8_lossy(v).into_owned()),
+        encrypt: props.get(PROP_ENCRYPT).is_some_and(|v| &v[..] == b"1"),
     })
 }
 

@@ -15,9 +15,10 @@
 //! plaintext stays in the received page (zero-copy delivery still works:
 //! frames are slices of the page after [`OVERHEAD`]).
 //!
-//! Status: this module and its tests only. The fabric engine does not
-//! use it yet (no socket option, no key exchange on the control
-//! connection); see docs/fabric.md, "Known limits".
+//! Used by the fabric engine (`reactor/fabric.rs`) when a socket sets
+//! `fabric_encrypt`; the keys travel in `KEY` commands on the
+//! CURVE-encrypted control connection (docs/fabric.md, "Encryption of
+//! the data path").
 
 use crypto_secretbox::aead::{AeadInPlace, KeyInit, OsRng};
 use crypto_secretbox::{Key, Nonce, Tag, XSalsa20Poly1305};
@@ -84,6 +85,18 @@ impl Sealer {
         head[..8].copy_from_slice(&counter.to_be_bytes());
         head[8..].copy_from_slice(&tag);
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sealer(next {})", self.next)
+    }
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Opener(next {})", self.next)
     }
 }
 

@@ -50,6 +50,23 @@ fn check_provider(scheme: &str) -> Result<()> {
     }
 }
 
+/// `fabric_encrypt` needs CURVE: the page keys travel inside its boxes
+/// on the control connection, and NULL or PLAIN would carry them in
+/// clear. Checked where the options are final for the endpoint (bind,
+/// connect), so the error reaches the caller rather than a monitor.
+fn check_encrypt(opts: &Options) -> Result<()> {
+    if opts.fabric.encrypt && opts.security.mechanism != crate::Mechanism::ZMQ_CURVE {
+        return err(
+            Error::EINVAL,
+            format!(
+                "fabric_encrypt needs CURVE (set_curve_server or set_curve_serverkey): the page keys travel inside CURVE's encryption on the control connection, and the {:?} mechanism has none",
+                opts.security.mechanism
+            ),
+        );
+    }
+    Ok(())
+}
+
 impl Transport for Ofi {
     fn parse(&self, text: &str, address: &Address, role: Role) -> Result<()> {
         if provider(&address.scheme).is_some_and(str::is_empty) {
@@ -62,6 +79,7 @@ impl Transport for Ofi {
     }
 
     fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+        check_encrypt(opts)?;
         check_provider(&address.scheme)?;
         let (listener, text) = tcp::bind_text(&address.address, opts)?;
         let text = text.replacen("tcp", &address.scheme, 1);
@@ -69,6 +87,7 @@ impl Transport for Ofi {
     }
 
     fn check_connect(&self, address: &Address, opts: &Options) -> Result<()> {
+        check_encrypt(opts)?;
         check_provider(&address.scheme)?;
         tcp::check_connect(&address.address, opts)
     }
