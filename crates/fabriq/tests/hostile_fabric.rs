@@ -1059,3 +1059,191 @@ fn a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood() {
         "a flood into a PULL that reads nothing: {held} -> {flooded} kB, more than {bound} kB"
     );
 }
+
+/// A CURVE client of the test's own (`fabriq_zmtp`'s sans-I/O connection
+/// over a TcpStream) that completes the fabric handshake with
+/// `X-Fabriq-Ofi-Encrypt: 1` and sends its page key, as a fabriq peer
+/// with `fabric_encrypt` does.
+struct CurveRogue {
+    conn: fabriq_zmtp::Connection,
+    stream: TcpStream,
+}
+
+impl CurveRogue {
+    fn connect(control: &str, server_public: [u8; 32], rogue: &Rogue) -> CurveRogue {
+        use fabriq_zmtp::{Config, Connection, CurvePublicKey, MechanismConfig, SocketType};
+        let mut config = Config::new(SocketType::Push);
+        config.mechanism = MechanismConfig::CurveClient {
+            server_public: CurvePublicKey(server_public),
+            keys: fabriq_zmtp::CurveKeyPair::generate(),
+        };
+        let props: [(&str, Vec<u8>); 5] = [
+            ("X-Fabriq-Ofi-Address", rogue.address_hex()),
+            ("X-Fabriq-Ofi-Id", b"7".to_vec()),
+            ("X-Fabriq-Ofi-Window", b"8".to_vec()),
+            ("X-Fabriq-Ofi-Page", b"4096".to_vec()),
+            ("X-Fabriq-Ofi-Encrypt", b"1".to_vec()),
+        ];
+        for (name, value) in props {
+            config.metadata.push(name, value).unwrap();
+        }
+        let mut r = CurveRogue {
+            conn: Connection::new(config, Instant::now()).unwrap(),
+            stream: TcpStream::connect(control).unwrap(),
+        };
+        let until = Instant::now() + LIMIT;
+        loop {
+            r.flush();
+            match r.conn.poll_event().expect("the CURVE handshake") {
+                Some(fabriq_zmtp::Event::HandshakeComplete) => return r,
+                Some(_) => continue,
+                None => {}
+            }
+            assert!(Instant::now() < until, "no CURVE handshake in time");
+            r.stream
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            match r.stream.read(&mut buf) {
+                Ok(0) => panic!("fabriq closed the CURVE handshake"),
+                Ok(n) => r.conn.feed(&buf[..n], Instant::now()),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) => panic!("control connection: {e}"),
+            }
+        }
+    }
+
+    /// Writes what the connection has queued.
+    fn flush(&mut self) {
+        let mut out = Vec::new();
+        while self.conn.poll_transmit(&mut out, 1 << 20) > 0 {}
+        self.stream.write_all(&out).unwrap();
+    }
+
+    fn prop(&self, name: &str) -> Vec<u8> {
+        let peer = self.conn.peer().expect("handshaken");
+        peer.properties.get(name).expect(name).to_vec()
+    }
+}
+
+/// One page as the sealer lays it out (docs/fabric.md): counter (u64 BE)
+/// | Poly1305 tag | XSalsa20 ciphertext, nonce "fabriq-ofi-page\0" +
+/// counter.
+fn sealed(key: &[u8; 32], counter: u64, plain: &[u8]) -> Vec<u8> {
+    use crypto_secretbox::aead::{AeadInPlace, KeyInit};
+    let cipher = crypto_secretbox::XSalsa20Poly1305::new(key.into());
+    let mut nonce = [0u8; 24];
+    nonce[..16].copy_from_slice(b"fabriq-ofi-page\0");
+    nonce[16..].copy_from_slice(&counter.to_be_bytes());
+    let mut body = plain.to_vec();
+    let tag = cipher
+        .encrypt_in_place_detached(&nonce.into(), b"", &mut body)
+        .unwrap();
+    [&counter.to_be_bytes()[..], &tag[..], &body].concat()
+}
+
+/// An encrypting PULL, a good encrypting PUSH, and a rogue encrypting
+/// peer whose first sealed page is good (delivered: it speaks the
+/// format) and whose second has one ciphertext byte flipped: the rogue
+/// is dropped, its tampered page is not delivered, and the good peer
+/// loses nothing.
+#[test]
+fn a_tampered_sealed_page_drops_its_sender_and_no_one_else() {
+    let server_keys = fabriq::CurveKeyPair::new().unwrap();
+    let client_keys = fabriq::CurveKeyPair::new().unwrap();
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    pull.set_curve_server(true).unwrap();
+    pull.set_curve_secretkey(&server_keys.secret_key).unwrap();
+    pull.set_fabric_encrypt(true).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+    let other = fabriq::Context::new();
+    let push = other.socket(fabriq::PUSH).unwrap();
+    push.set_curve_serverkey(&server_keys.public_key).unwrap();
+    push.set_curve_publickey(&client_keys.public_key).unwrap();
+    push.set_curve_secretkey(&client_keys.secret_key).unwrap();
+    push.set_fabric_encrypt(true).unwrap();
+    push.connect(&endpoint).unwrap();
+
+    let mut got = 0u32;
+    let mut rogue_msgs = Vec::new();
+    let mut take = |upto: u32, rogue_msgs: &mut Vec<Vec<u8>>| {
+        while got < upto {
+            let m = pull.recv_bytes(0).expect("a message within the limit");
+            if m.len() != 4 {
+                rogue_msgs.push(m);
+                continue;
+            }
+            assert_eq!(m, got.to_be_bytes(), "in order, none lost");
+            got += 1;
+        }
+    };
+    let half = MESSAGES / 2;
+    for i in 0..half {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    take(half, &mut rogue_msgs);
+
+    let mut rogue = Rogue::open();
+    let mut server_public = [0u8; 32];
+    server_public.copy_from_slice(&server_keys.public_key);
+    let mut c = CurveRogue::connect(&control, server_public, &rogue);
+    assert_eq!(c.prop("X-Fabriq-Ofi-Encrypt"), b"1");
+    let id: u32 = String::from_utf8(c.prop("X-Fabriq-Ofi-Id"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let dest = rogue
+        .ep
+        .insert_peer(&unhex(&c.prop("X-Fabriq-Ofi-Address")))
+        .unwrap();
+    let key = [0x5au8; 32];
+    c.conn
+        .send_command(b"KEY", bytes::Bytes::copy_from_slice(&key))
+        .unwrap();
+    c.flush();
+    // A good page first: one frame, "sealed-ok".
+    let mut good = vec![0x00, 9];
+    good.extend_from_slice(b"sealed-ok");
+    rogue.send_bytes(dest, id, 0, &sealed(&key, 0, &good));
+    // It is delivered (the rogue speaks the format; the PULL opens it
+    // once the KEY is in). The rogue's provider needs driving meanwhile.
+    pull.set_rcvtimeo(5).unwrap();
+    let until = Instant::now() + LIMIT;
+    loop {
+        rogue.progress();
+        match pull.recv_bytes(0) {
+            Ok(m) if m == b"sealed-ok" => break,
+            Ok(m) => panic!("unexpected {m:?}"),
+            Err(_) => assert!(Instant::now() < until, "the good sealed page never came"),
+        }
+    }
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    // Then one whose ciphertext was changed after sealing.
+    let mut bad = vec![0x00, 9];
+    bad.extend_from_slice(b"tampered!");
+    let mut page = sealed(&key, 1, &bad);
+    page[24 + 4] ^= 0x20;
+    rogue.send_bytes(dest, id, 1, &page);
+    assert!(
+        dropped(&mut c.stream, &mut rogue),
+        "a tampered sealed page: its sender was not dropped"
+    );
+
+    for i in half..MESSAGES {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    take(MESSAGES, &mut rogue_msgs);
+    pull.set_rcvtimeo(200).unwrap();
+    while let Ok(m) = pull.recv_bytes(0) {
+        rogue_msgs.push(m);
+    }
+    assert!(
+        rogue_msgs.is_empty(),
+        "nothing of the tampered page: {rogue_msgs:?}"
+    );
+}
