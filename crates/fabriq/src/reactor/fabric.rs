@@ -21,6 +21,13 @@
 //! control channel once it has taken half a window of pages. Completion
 //! order is not send order on every provider (tcp;ofi_rxm completes large
 //! messages late), so pages carry a sequence number and are reordered.
+//!
+//! With `fabric_encrypt` (both sides, CURVE required) each page begins
+//! with a 24-byte seal (`reactor/seal.rs`): [`FabricEngine`] seals a page
+//! when it ships, and the node opens it in place when the engine takes it
+//! in sequence order, once the peer's `KEY` command gave the key. Such a
+//! connection never lends frames for RMA reads: large frames stream
+//! through sealed pages.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
