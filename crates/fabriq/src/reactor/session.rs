@@ -467,12 +467,18 @@ impl Session {
     ) -> Outcome {
         let fatal = is_fatal(&end);
         self.report_end(slot, end);
-        self.drop_connection(slot, poller);
+        // The pipe is closed before the connection: once the peer can see
+        // its connection end, the socket is told its pipe is gone, and its
+        // next send prunes it instead of sending into it. (Closed after,
+        // a send the application made as soon as the peer was gone could
+        // be round-robined into the dying pipe and lost, though another
+        // peer had room.)
         if self.pipe_per_connection {
             if let Some(p) = self.pipe.take() {
                 p.close();
             }
         }
+        self.drop_connection(slot, poller);
         match self.schedule_reconnect(fatal, now) {
             Some(wait)
                 if self.linger.is_none() || self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0) =>
