@@ -1707,3 +1707,43 @@ fn a_peer_that_sends_and_closes_at_once_is_seen_to_go() {
         mon.expect(&[EV_DISCONNECTED], "disconnect after the last message");
     }
 }
+
+/// One `Message` reused for every receive carries no stale metadata: each
+/// frame reports the connection it came from. (The socket hands the
+/// connection's metadata on by pointer and clones it only when it
+/// changes, so a wrong "unchanged" would show here.)
+#[test]
+fn a_reused_message_reports_each_frame_s_own_connection() {
+    let ctx = zmq::Context::new();
+    let router = ctx.socket(zmq::ROUTER).unwrap();
+    router.set_rcvtimeo(5000).unwrap();
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let endpoint = last_endpoint(&router);
+    let dealer = ctx.socket(zmq::DEALER).unwrap();
+    dealer.connect(&endpoint).unwrap();
+    let req = ctx.socket(zmq::REQ).unwrap();
+    req.connect(&endpoint).unwrap();
+
+    let mut msg = zmq::Message::new();
+    for (sock, kind) in [(&dealer, "DEALER"), (&req, "REQ"), (&dealer, "DEALER")] {
+        sock.send("x", 0).unwrap();
+        let mut frames = 0;
+        loop {
+            router.recv(&mut msg, 0).unwrap();
+            frames += 1;
+            assert_eq!(msg.gets("Socket-Type"), Some(kind), "frame {frames}");
+            if !msg.get_more() {
+                break;
+            }
+        }
+        // [routing id, body], and REQ's empty delimiter between them.
+        assert_eq!(frames, if kind == "REQ" { 3 } else { 2 });
+        assert_eq!(&msg[..], b"x");
+    }
+    // Bytes received in between leave the next message's metadata right.
+    dealer.send("y", 0).unwrap();
+    let _id = router.recv_bytes(0).unwrap();
+    router.recv(&mut msg, 0).unwrap();
+    assert_eq!(&msg[..], b"y");
+    assert_eq!(msg.gets("Socket-Type"), Some("DEALER"));
+}
