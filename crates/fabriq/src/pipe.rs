@@ -47,6 +47,11 @@ pub(crate) trait PeerIo: Send + Sync + std::fmt::Debug {
     /// while the engine was waiting for one.
     fn output_ready(&self, outbound: &Queue);
 
+    /// The socket found `outbound` at its high-water mark and would drop
+    /// a message: the engine may write what the wire takes on this thread.
+    /// Returns whether it wrote (room may have appeared).
+    fn flush(&self, outbound: &Queue) -> bool;
+
     /// The socket found `inbound`, the queue from the peer, empty and is
     /// about to sleep: the engine may read what has arrived on this thread.
     /// Returns whether anything was delivered.
@@ -573,6 +578,24 @@ impl PipeEnd {
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Item> {
         self.rx.pop_from(&mut self.reader)
+    }
+
+    /// Whether one more message to the peer fits under the high-water
+    /// mark, for patterns that drop (or refuse) a message when it does not
+    /// rather than wait: a full pipe is first written out by the
+    /// connection's engine on this thread, so what is dropped is what the
+    /// peer did not take, not what the I/O thread had not yet reached
+    /// (see `reactor/engine.rs`). Blocking patterns ask `tx.has_room()`
+    /// and sleep until the I/O thread makes room.
+    #[inline]
+    pub(crate) fn has_room_to_send(&self) -> bool {
+        if self.tx.has_room() {
+            return true;
+        }
+        match &self.peer_io {
+            Some(peer) => peer.flush(&self.tx) && self.tx.has_room(),
+            None => false,
+        }
     }
 
     /// Whether the pipe can be forgotten: the peer is gone and everything

@@ -95,6 +95,10 @@ impl PeerIo for WakeSession {
         self.0.wake();
     }
 
+    fn flush(&self, _: &Queue) -> bool {
+        false
+    }
+
     fn pull(&self, _: &Queue) -> bool {
         false
     }

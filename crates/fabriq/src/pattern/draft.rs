@@ -145,7 +145,7 @@ impl Pattern for Server {
             .and_then(|p| self.pipes.index_of(p).map(|i| (p, i)));
         match pipe {
             None => err(Error::EHOSTUNREACH, "SERVER: no peer with this routing id"),
-            Some((p, i)) if self.pipes.list[i].tx.has_room() => {
+            Some((p, i)) if self.pipes.list[i].has_room_to_send() => {
                 self.target = Some(p);
                 Ok(())
             }
@@ -261,7 +261,7 @@ impl Pattern for Radio {
                     .groups
                     .get(&pipe.id)
                     .is_some_and(|g| g.contains(&group[..]));
-            if joined && pipe.tx.has_room() {
+            if joined && pipe.has_room_to_send() {
                 pipe.tx.push(Item::Msg(msg.clone()));
             }
         }

@@ -168,7 +168,8 @@ impl Pattern for Publish {
         if self.xpub && opts.xpub_nodrop {
             self.process_input(opts, true);
             let full = self.pipes.list.iter().any(|pipe| {
-                self.subs.get(&pipe.id).is_some_and(|t| t.matches(first)) && !pipe.tx.has_room()
+                self.subs.get(&pipe.id).is_some_and(|t| t.matches(first))
+                    && !pipe.has_room_to_send()
             });
             if full {
                 return Err(Error::EAGAIN);
@@ -203,7 +204,7 @@ impl Pattern for Publish {
         let mut last = None;
         for (i, pipe) in self.pipes.list.iter().enumerate() {
             let matched = self.subs.get(&pipe.id).is_some_and(|t| t.matches(first));
-            if matched && pipe.tx.has_room() {
+            if matched && pipe.has_room_to_send() {
                 if let Some(prev) = last.replace(i) {
                     self.pipes.list[prev].tx.push(Item::Msg(msg.clone()));
                 }

@@ -41,7 +41,7 @@ impl Pattern for Rep {
         if let Some(p) = self.pipes.index_of(pipe).map(|i| &self.pipes.list[i]) {
             // REP never blocks: a reply to a peer that is gone or full is
             // dropped, as in libzmq.
-            if p.tx.has_room() {
+            if p.has_room_to_send() {
                 p.tx.push(Item::Msg(reply));
             }
         }

@@ -76,7 +76,7 @@ impl Pattern for Router {
                 let has_room = self
                     .pipes
                     .index_of(pipe)
-                    .is_some_and(|i| self.pipes.list[i].tx.has_room());
+                    .is_some_and(|i| self.pipes.list[i].has_room_to_send());
                 if has_room {
                     self.target = Some(pipe);
                     Ok(())

@@ -66,7 +66,7 @@ impl Pattern for Stream {
         let has_room = self
             .pipes
             .index_of(pipe)
-            .is_some_and(|i| self.pipes.list[i].tx.has_room());
+            .is_some_and(|i| self.pipes.list[i].has_room_to_send());
         if !has_room {
             return Err(Error::EAGAIN);
         }

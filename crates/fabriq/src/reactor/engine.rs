@@ -37,6 +37,18 @@
 //!   is encoded and written at once by the same [`Engine::write`].
 //!   Streaming sockets leave writing to the I/O thread, which batches many
 //!   messages per write.
+//! - *Write out a full pipe* ([`Engine::flush`]): a socket that would
+//!   drop a message because the pipe to this peer is at its high-water
+//!   mark (ROUTER, PUB, RADIO, ...) first has the engine write what the
+//!   wire takes, on the socket's thread. Without it a socket thread that
+//!   outruns a descheduled I/O thread fills the pipe and drops messages
+//!   the peer's kernel buffer had room for; with it a message is dropped
+//!   only when the peer is not keeping up, which is what the HWM is for.
+//!   (The zguide's `tripping` lost replies this way on a loaded machine:
+//!   its broker reads the worker's echoes on its own thread, so nothing
+//!   paced it to the I/O thread that writes to the client.) Subscribers
+//!   never write this way: the session records the subscriptions that
+//!   pass through their pipes, for replay after a reconnect.
 //!
 //! The link's lock is uncontended in the steady state: the socket's thread
 //! only `try_lock`s it, and a session that holds it is doing the same work
@@ -191,6 +203,28 @@ pub(crate) trait Engine: Send {
     /// returns true if the engine wrote it on this thread (else the
     /// session is woken).
     fn output_ready(&mut self, outbound: &Queue) -> bool;
+
+    /// The socket found `outbound` at its high-water mark and would drop
+    /// a message: write what the wire takes now, on this thread (see the
+    /// module docs). Returns whether the engine wrote; the caller then
+    /// looks at the queue's room again. Engines that leave all writing to
+    /// the session keep this default.
+    fn flush(&mut self, _outbound: &Queue) -> bool {
+        false
+    }
+}
+
+/// What the socket's thread may write for a stream engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SocketWrites {
+    /// Nothing: the session writes everything (subscribers, whose
+    /// subscriptions the session records on the way; control channels).
+    Never,
+    /// A pipe at its high-water mark ([`Engine::flush`]).
+    WhenFull,
+    /// Also every message queued while the wire is idle
+    /// ([`Engine::output_ready`]; lock-step REQ and REP).
+    WhenIdle,
 }
 
 /// ZMTP over a byte stream.
@@ -209,8 +243,8 @@ pub(crate) struct StreamEngine {
     writable: bool,
     /// How the socket's thread found the connection ended.
     ended: Option<End>,
-    /// Write on the socket's thread when the wire is idle (REQ, REP).
-    speculative_write: bool,
+    /// What the socket's thread may write.
+    socket_writes: SocketWrites,
     /// Keep the commands ZMTP leaves to the caller (`Event::Command`), for
     /// an engine that uses this one as its control channel.
     keep_commands: bool,
@@ -227,7 +261,11 @@ const PUSH_BATCH: usize = 64;
 impl StreamEngine {
     /// An engine for a connected, registered stream, starting the ZMTP
     /// greeting now.
-    pub(crate) fn new(stream: Box<dyn Stream>, conn: Connection, speculative_write: bool) -> Self {
+    pub(crate) fn new(
+        stream: Box<dyn Stream>,
+        conn: Connection,
+        socket_writes: SocketWrites,
+    ) -> Self {
         StreamEngine {
             stream,
             conn,
@@ -236,7 +274,7 @@ impl StreamEngine {
             hung_up: false,
             writable: true,
             ended: None,
-            speculative_write,
+            socket_writes,
             keep_commands: false,
             commands: Vec::new(),
             decoded: Vec::new(),
@@ -474,7 +512,28 @@ impl Engine for StreamEngine {
     }
 
     fn output_ready(&mut self, outbound: &Queue) -> bool {
-        if !self.speculative_write || !self.is_active() || !self.writable || self.unsent() > 0 {
+        if self.socket_writes != SocketWrites::WhenIdle || self.unsent() > 0 {
+            return false;
+        }
+        self.write_here(outbound)
+    }
+
+    fn flush(&mut self, outbound: &Queue) -> bool {
+        if self.socket_writes == SocketWrites::Never {
+            return false;
+        }
+        // Bytes still unsent go first, in order: `write` sends them before
+        // it encodes more.
+        self.write_here(outbound)
+    }
+}
+
+impl StreamEngine {
+    /// Writes on the socket's thread what the wire takes; false if the
+    /// engine may not (not active, the wire full) or the write failed
+    /// (then the session, woken by the caller, ends the connection).
+    fn write_here(&mut self, outbound: &Queue) -> bool {
+        if !self.is_active() || !self.writable {
             return false;
         }
         if let Err(e) = self.write(Some(outbound), None) {
@@ -563,6 +622,26 @@ impl PeerIo for Link {
         if !written {
             self.session.wake();
         }
+    }
+
+    fn flush(&self, outbound: &Queue) -> bool {
+        // A blocking lock, unlike the speculative paths: the alternative
+        // is a dropped message, and a session that holds the engine may
+        // be descheduled in the middle of its turn (on a loaded machine
+        // that was most of the drops `try_lock` left). No deadlock: a
+        // session never waits for a socket's thread while it holds the
+        // engine, and the caller holds no queue lock.
+        let mut slot = self.lock();
+        let Some(engine) = slot.as_mut() else {
+            return false;
+        };
+        let wrote = engine.flush(outbound);
+        let ended = !engine.is_active();
+        drop(slot);
+        if ended {
+            self.session.wake();
+        }
+        wrote
     }
 
     fn pull(&self, inbound: &Queue) -> bool {

@@ -46,7 +46,7 @@ use fabriq_zmtp::frame::encode_header;
 use fabriq_zmtp::{Command, Multipart, PeerInfo, ProtocolError};
 use mio::Token;
 
-use super::engine::{End, Engine, Input, Pulled, Reads, StreamEngine};
+use super::engine::{End, Engine, Input, Pulled, Reads, SocketWrites, StreamEngine};
 use super::pages::{
     self, hex, Control, PageItem, PageReader, Rdv, CREDIT, FIN, KEY, PROP_ADDRESS, PROP_DOORBELL,
     PROP_ENCRYPT, PROP_ID, PROP_PAGE, PROP_RMA, PROP_SPINNERS, PROP_WINDOW, RDV_DONE, RING,
@@ -960,7 +960,7 @@ impl FabricEngine {
         );
         let max_data = config.max_msg_size;
         let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
-        let mut control = StreamEngine::new(stream, conn, false);
+        let mut control = StreamEngine::new(stream, conn, SocketWrites::Never);
         control.keep_commands(true);
         let spell = match (&node.spinners, opts.spin_us > 0) {
             (Some(c), true) => Some((spin.clone(), c.clone())),

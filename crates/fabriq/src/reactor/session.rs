@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fabriq_zmtp::{AuthRequest, Connection, ProtocolError};
 use mio::Token;
 
-use super::engine::{End, Engine, Input, Link, Reads, StreamEngine};
+use super::engine::{End, Engine, Input, Link, Reads, SocketWrites, StreamEngine};
 use super::fabric::FabricEngine;
 
 use crate::endpoint::Address;
@@ -156,11 +156,14 @@ impl Session {
             }
             DataPath::Stream => {
                 let conn = Connection::new(config, now).ok()?;
-                let lock_step = matches!(
-                    socket_type,
-                    fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep
-                );
-                Some(Box::new(StreamEngine::new(stream, conn, lock_step)))
+                let socket_writes = match socket_type {
+                    fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep => {
+                        SocketWrites::WhenIdle
+                    }
+                    t if t.is_subscriber() => SocketWrites::Never,
+                    _ => SocketWrites::WhenFull,
+                };
+                Some(Box::new(StreamEngine::new(stream, conn, socket_writes)))
             }
             DataPath::Fabric { provider } => {
                 let token = Token(self.token);
