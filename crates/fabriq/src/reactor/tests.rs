@@ -395,25 +395,36 @@ fn a_slow_reader_holds_the_high_water_marks_and_loses_nothing() {
 /// Sends `n` messages of 100 bytes from `router` to the peer `to`, the
 /// I/O thread not running in between; returns how many the socket took.
 fn route(router: &Socket, to: &[u8], n: usize) -> usize {
-    let body = [7u8; 100];
     let mut taken = 0;
     for i in 0..n {
-        let mut msg = body;
-        msg[..8].copy_from_slice(&(i as u64).to_be_bytes());
         router.send(to, crate::SNDMORE | DONTWAIT).unwrap();
-        if router.send(&msg[..], DONTWAIT).is_ok() {
+        if router.send(&numbered(i as u64)[..], DONTWAIT).is_ok() {
             taken += 1;
         }
     }
     taken
 }
 
-/// The sequence numbers `route` put in the messages `s` has received.
-fn sequence(s: &Socket) -> Vec<u64> {
-    recv_all(s)
-        .iter()
-        .map(|m| u64::from_be_bytes(m[..8].try_into().unwrap()))
-        .collect()
+/// A 100-byte message that starts with its sequence number.
+fn numbered(i: u64) -> [u8; 100] {
+    let mut msg = [7u8; 100];
+    msg[..8].copy_from_slice(&i.to_be_bytes());
+    msg
+}
+
+/// Turns the loop `turns` times, collecting the sequence numbers of what
+/// `s` receives meanwhile.
+fn sequence(p: &mut Pair, s: &Socket, turns: usize) -> Vec<u64> {
+    let mut got = Vec::new();
+    for _ in 0..turns {
+        p.settle();
+        got.extend(
+            recv_all(s)
+                .iter()
+                .map(|m| u64::from_be_bytes(m[..8].try_into().unwrap())),
+        );
+    }
+    got
 }
 
 /// A ROUTER drops a message its peer's pipe has no room for, but a pipe
@@ -448,21 +459,13 @@ fn a_router_drops_only_what_its_peer_does_not_take() {
 
     // 30 messages, fewer than the wire holds, with no turn of the loop.
     assert_eq!(route(&router, b"C", 30), 30);
-    let mut got = Vec::new();
-    for _ in 0..100 {
-        p.settle();
-        got.extend(sequence(&dealer));
-    }
+    let got = sequence(&mut p, &dealer, 100);
     assert_eq!(got, (0..30).collect::<Vec<_>>(), "every message, in order");
 
     // A peer that reads nothing: the HWM still holds, and drops the newest.
     let sent = 10_000;
     route(&router, b"C", sent);
-    let mut got = Vec::new();
-    for _ in 0..1000 {
-        p.settle();
-        got.extend(sequence(&dealer));
-    }
+    let got = sequence(&mut p, &dealer, 1000);
     let frame = 100 + 2;
     let bound = 10 + 10 + 4096 / frame + super::engine::MAX_BATCH / frame + 2;
     assert!(
@@ -491,17 +494,10 @@ fn a_publisher_drops_only_what_its_subscriber_does_not_take() {
     subscriber.connect("mem://pub-lag").unwrap();
     p.settle();
 
-    let body = [7u8; 100];
-    for i in 0..100u64 {
-        let mut msg = body;
-        msg[..8].copy_from_slice(&i.to_be_bytes());
-        publisher.send(&msg[..], DONTWAIT).unwrap();
+    for i in 0..100 {
+        publisher.send(&numbered(i)[..], DONTWAIT).unwrap();
     }
-    let mut got = Vec::new();
-    for _ in 0..100 {
-        p.settle();
-        got.extend(sequence(&subscriber));
-    }
+    let got = sequence(&mut p, &subscriber, 100);
     assert_eq!(got, (0..100).collect::<Vec<_>>(), "every message, in order");
 }
 
