@@ -689,7 +689,7 @@ pub fn fabric_pages(data: &[u8]) {
 /// `rest[0] % 5` (CREDIT, FIN, RING, RDVDONE, or the rest up to a NUL) with
 /// the remaining bytes as body; 1, an RDV body, which must round-trip;
 /// 2, READY properties in wire form; 3, READY fields built from `rest`
-/// (address bytes, id, window, page), which must parse back.
+/// (address bytes, token, window, page), which must parse back.
 pub fn fabric_control(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else {
         return;
@@ -711,10 +711,11 @@ pub fn fabric_control(data: &[u8]) {
             };
             let parsed = parse_control(name, body);
             let count = <[u8; 4]>::try_from(body).ok().map(u32::from_be_bytes);
+            let long = <[u8; 8]>::try_from(body).ok().map(u64::from_be_bytes);
             let want = match name {
                 b"RING" => Some(Control::Ring),
                 b"CREDIT" => count.map(Control::Credit),
-                b"FIN" => count.map(Control::Fin),
+                b"FIN" => long.map(Control::Fin),
                 b"RDVDONE" => count.map(Control::RdvDone),
                 _ => None,
             };
@@ -735,15 +736,24 @@ pub fn fabric_control(data: &[u8]) {
         2 => {
             if let Ok(props) = Properties::decode(&Bytes::copy_from_slice(rest)) {
                 if let Ok(peer) = parse_peer(&props) {
-                    assert!(peer.page >= 64);
+                    assert!((64..=1 << 30).contains(&peer.page));
+                    assert!((1..=1 << 16).contains(&peer.window));
+                    assert!(!peer.address.is_empty() && peer.address.len() <= 256);
+                    assert_ne!(peer.token, 0);
+                    for name in [&peer.doorbell, &peer.spinners].into_iter().flatten() {
+                        assert!(name.len() <= 128);
+                        assert!(name
+                            .bytes()
+                            .all(|c| c.is_ascii_alphanumeric() || b":._-".contains(&c)));
+                    }
                 }
             }
         }
         _ => {
-            let [id0, id1, w, p0, p1, address @ ..] = rest else {
+            let [t0, t1, w, p0, p1, address @ ..] = rest else {
                 return;
             };
-            let id = u32::from(u16::from_be_bytes([*id0, *id1]));
+            let token = u64::from(u16::from_be_bytes([*t0, *t1])) << 40 | 0x5eed;
             let window = u32::from(*w);
             let page = usize::from(u16::from_be_bytes([*p0, *p1]));
             let hex: String = address.iter().map(|b| format!("{b:02x}")).collect();
@@ -752,16 +762,19 @@ pub fn fabric_control(data: &[u8]) {
                 props.push(k, Bytes::from(v)).expect("a valid property");
             };
             push(&mut props, "X-Fabriq-Ofi-Address", hex);
-            push(&mut props, "X-Fabriq-Ofi-Id", id.to_string());
+            push(&mut props, "X-Fabriq-Ofi-Token", format!("{token:016x}"));
             push(&mut props, "X-Fabriq-Ofi-Window", window.to_string());
             push(&mut props, "X-Fabriq-Ofi-Page", page.to_string());
             match parse_peer(&props) {
                 Ok(peer) => {
                     assert_eq!(peer.address, address);
-                    assert_eq!((peer.id, peer.window, peer.page), (id, window, page));
-                    assert!(peer.doorbell.is_none() && !peer.rma);
+                    assert_eq!((peer.token, peer.window, peer.page), (token, window, page));
+                    assert!(peer.doorbell.is_none() && peer.read_max.is_none());
                 }
-                Err(why) => assert!(page < 64, "valid READY fields refused: {why}"),
+                Err(why) => assert!(
+                    page < 64 || window == 0 || address.is_empty() || address.len() > 256,
+                    "valid READY fields refused: {why}"
+                ),
             }
         }
     }

@@ -37,8 +37,19 @@ pub struct Frame {
     pub data: Bytes,
 }
 
-/// Writes a frame header for a body of `size` bytes.
-pub fn encode_header(dst: &mut BytesMut, size: usize, more: bool, command: bool) {
+/// Writes a frame header for a body of `size` bytes into any buffer: the
+/// encoder's batch, or a caller's memory (a fabric page) that has room
+/// for [`header_len`]`(size)` bytes.
+///
+/// ```
+/// use fabriq_zmtp::frame::{encode_header, header_len};
+/// let mut page = [0u8; 16];
+/// let mut dst = &mut page[..];
+/// encode_header(&mut dst, 300, true, false);
+/// assert_eq!(header_len(300), 9);
+/// assert_eq!(&page[..9], &[0x03, 0, 0, 0, 0, 0, 0, 1, 44]);
+/// ```
+pub fn encode_header<B: BufMut + ?Sized>(dst: &mut B, size: usize, more: bool, command: bool) {
     let mut flags = 0;
     if more {
         flags |= FLAG_MORE;

@@ -8,7 +8,7 @@
 //!   `reactor/pages.rs`);
 //! * endpoint strings, as `bind` and `connect` check them before any I/O.
 
-pub use crate::reactor::pages::{
+pub use crate::reactor::wire::{
     parse_control, parse_peer, Control, PageItem, PageReader, PeerFabric, Rdv,
 };
 

@@ -266,16 +266,17 @@ impl Rogue {
             .into_bytes()
     }
 
-    /// Sends one page holding a one-frame message, stamped `id << 32 | seq`.
-    fn send_page(&mut self, dest: FiAddr, id: u32, seq: u32) {
+    /// Sends one page holding a one-frame message, stamped `token + seq`
+    /// (the receiver's token from its READY).
+    fn send_page(&mut self, dest: FiAddr, id: u64, seq: u32) {
         self.send_bytes(dest, id, seq, &[0x00, 1, b'x']);
     }
 
     /// Sends one page holding `bytes` (ZMTP frames), stamped as above.
-    fn send_bytes(&mut self, dest: FiAddr, id: u32, seq: u32, bytes: &[u8]) {
+    fn send_bytes(&mut self, dest: FiAddr, id: u64, seq: u32, bytes: &[u8]) {
         let mut page = self.pool.get().expect("a free page");
         page.fill(bytes).unwrap();
-        let data = (u64::from(id) << 32) | u64::from(seq);
+        let data = id.wrapping_add(u64::from(seq));
         let mut page = Some(page);
         let until = Instant::now() + LIMIT;
         while let Some(p) = page.take() {
@@ -314,7 +315,7 @@ fn handshake(s: &mut TcpStream, socket_type: &[u8], rogue: &Rogue) -> HashMap<St
         ready(&[
             ("Socket-Type", socket_type),
             ("X-Fabriq-Ofi-Address", &address),
-            ("X-Fabriq-Ofi-Id", b"7"),
+            ("X-Fabriq-Ofi-Token", ROGUE_TOKEN),
             ("X-Fabriq-Ofi-Window", b"8"),
             ("X-Fabriq-Ofi-Page", b"4096"),
         ]),
@@ -352,10 +353,27 @@ fn handshake(s: &mut TcpStream, socket_type: &[u8], rogue: &Rogue) -> HashMap<St
     props
 }
 
-fn prop<T: std::str::FromStr>(props: &HashMap<String, Vec<u8>>, name: &str) -> T {
-    let text = String::from_utf8_lossy(props.get(name).expect(name)).into_owned();
-    text.parse()
-        .unwrap_or_else(|_| panic!("{name} = {text:?} does not parse"))
+/// The token a rogue announces (fabriq stamps its pages with it).
+const ROGUE_TOKEN: &[u8] = b"00000000000000a7";
+
+/// The token fabriq announced in its READY: the rogue stamps its pages
+/// with it plus their sequence numbers.
+fn token(props: &HashMap<String, Vec<u8>>) -> u64 {
+    let text = String::from_utf8_lossy(props.get("X-Fabriq-Ofi-Token").expect("a token"));
+    u64::from_str_radix(&text, 16).expect("a hex token")
+}
+
+/// Waits for fabriq's first CREDIT on the control connection (sent once
+/// its handshake completed): the pages the rogue may send.
+fn first_credit(s: &mut TcpStream, pending: &mut Vec<u8>) -> u32 {
+    let until = Instant::now() + LIMIT;
+    loop {
+        let n = read_credits(s, pending, Duration::from_millis(20)).expect("not dropped");
+        if n > 0 {
+            return n;
+        }
+        assert!(Instant::now() < until, "no CREDIT within the limit");
+    }
 }
 
 fn unhex(text: &[u8]) -> Vec<u8> {
@@ -428,8 +446,8 @@ fn pages_beyond_the_credits_or_twice_drop_the_sender_and_no_one_else() {
         let mut rogue = Rogue::open();
         let mut s = TcpStream::connect(&control).unwrap();
         let props = handshake(&mut s, b"PUSH", &rogue);
-        let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
-        let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+        let id = token(&props);
+        let window = first_credit(&mut s, &mut Vec::new());
         assert!(window >= 12, "a window of more than twice the HWM + 1");
         granted_total += window as usize;
         let dest = rogue
@@ -454,8 +472,8 @@ fn pages_beyond_the_credits_or_twice_drop_the_sender_and_no_one_else() {
         let mut rogue = Rogue::open();
         let mut s = TcpStream::connect(&control).unwrap();
         let props = handshake(&mut s, b"PUSH", &rogue);
-        let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
-        granted_total += 1;
+        let id = token(&props);
+        granted_total += first_credit(&mut s, &mut Vec::new()) as usize;
         let dest = rogue
             .ep
             .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
@@ -475,17 +493,18 @@ fn pages_beyond_the_credits_or_twice_drop_the_sender_and_no_one_else() {
         let mut rogue = Rogue::open();
         let mut s = TcpStream::connect(&control).unwrap();
         let props = handshake(&mut s, b"PUSH", &rogue);
-        let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+        let id = token(&props);
         let dest = rogue
             .ep
             .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
             .unwrap();
+        granted_total += first_credit(&mut s, &mut Vec::new()) as usize;
         rogue.send_bytes(dest, id, 0, &[0x01, 1, b'y']);
         let mut tail = vec![0x04, 6, 5];
         tail.extend_from_slice(b"BOGUS");
-        tail.extend_from_slice(&[0x04, 8, 3]);
+        tail.extend_from_slice(&[0x04, 12, 3]);
         tail.extend_from_slice(b"FIN");
-        tail.extend_from_slice(&1u32.to_be_bytes());
+        tail.extend_from_slice(&1u64.to_be_bytes());
         s.write_all(&tail).unwrap();
         // The page's send completes once the provider wrote it out: then
         // the rogue may go (the FIN makes the PULL wait for the page).
@@ -660,8 +679,9 @@ fn a_message_that_does_not_end_starves_no_other_peer() {
     let mut rogue = Rogue::open();
     let mut s = TcpStream::connect(&control).unwrap();
     let props = handshake(&mut s, b"PUSH", &rogue);
-    let mut credits: u32 = prop(&props, "X-Fabriq-Ofi-Window");
-    let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+    let id = token(&props);
+    let mut pending = Vec::new();
+    let mut credits = first_credit(&mut s, &mut pending);
     let dest = rogue
         .ep
         .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
@@ -669,7 +689,6 @@ fn a_message_that_does_not_end_starves_no_other_peer() {
     // Eight times the receives the node posts (128).
     const FRAMES: u32 = 1024;
     let mut sent = 0u32;
-    let mut pending = Vec::new();
     let deadline = Instant::now() + 3 * LIMIT;
     while sent <= FRAMES {
         assert!(
@@ -876,8 +895,8 @@ fn many_lying_fabric_connections_cost_the_pull_a_bounded_memory() {
             let lie = [Lie::Flood, Lie::Unended, Lie::Idle][i % 3];
             let mut s = TcpStream::connect(&control).unwrap();
             let props = handshake(&mut s, b"PUSH", &rogue);
-            let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
-            let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+            let id = token(&props);
+            let window = first_credit(&mut s, &mut Vec::new());
             let dest = rogue
                 .ep
                 .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
@@ -960,12 +979,12 @@ fn many_lying_fabric_connections_cost_the_pull_a_bounded_memory() {
 
 impl Rogue {
     /// [`Rogue::send_page`], waiting (with progress) for a free page.
-    fn send_page_waiting(&mut self, dest: FiAddr, id: u32, seq: u32) {
+    fn send_page_waiting(&mut self, dest: FiAddr, id: u64, seq: u32) {
         self.send_bytes_waiting(dest, id, seq, &[0x00, 1, b'x']);
     }
 
     /// [`Rogue::send_bytes`], waiting (with progress) for a free page.
-    fn send_bytes_waiting(&mut self, dest: FiAddr, id: u32, seq: u32, bytes: &[u8]) {
+    fn send_bytes_waiting(&mut self, dest: FiAddr, id: u64, seq: u32, bytes: &[u8]) {
         let until = Instant::now() + LIMIT;
         while self.pool.available() == 0 {
             assert!(Instant::now() < until, "the rogue's sends never completed");
@@ -1086,8 +1105,8 @@ fn a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood() {
     let mut rogue = Rogue::open();
     let mut s = TcpStream::connect(&control).unwrap();
     let props = handshake(&mut s, b"PUSH", &rogue);
-    let window: u32 = prop(&props, "X-Fabriq-Ofi-Window");
-    let id: u32 = prop(&props, "X-Fabriq-Ofi-Id");
+    let id = token(&props);
+    let window = first_credit(&mut s, &mut Vec::new());
     let dest = rogue
         .ep
         .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
@@ -1148,7 +1167,7 @@ impl CurveRogue {
         };
         let props: [(&str, Vec<u8>); 5] = [
             ("X-Fabriq-Ofi-Address", rogue.address_hex()),
-            ("X-Fabriq-Ofi-Id", b"7".to_vec()),
+            ("X-Fabriq-Ofi-Token", ROGUE_TOKEN.to_vec()),
             ("X-Fabriq-Ofi-Window", b"8".to_vec()),
             ("X-Fabriq-Ofi-Page", b"4096".to_vec()),
             ("X-Fabriq-Ofi-Encrypt", b"1".to_vec()),
@@ -1187,6 +1206,31 @@ impl CurveRogue {
         let mut out = Vec::new();
         while self.conn.poll_transmit(&mut out, 1 << 20) > 0 {}
         self.stream.write_all(&out).unwrap();
+    }
+
+    /// Waits for fabriq's first CREDIT (a command inside CURVE).
+    fn wait_credit(&mut self) {
+        let until = Instant::now() + LIMIT;
+        loop {
+            while let Some(event) = self.conn.poll_event().expect("the control connection") {
+                if let fabriq_zmtp::Event::Command { name, .. } = event {
+                    if &name[..] == b"CREDIT" {
+                        return;
+                    }
+                }
+            }
+            assert!(Instant::now() < until, "no CREDIT in time");
+            self.stream
+                .set_read_timeout(Some(Duration::from_millis(20)))
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("fabriq closed the control connection"),
+                Ok(n) => self.conn.feed(&buf[..n], Instant::now()),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) => panic!("control connection: {e}"),
+            }
+        }
     }
 
     fn prop(&self, name: &str) -> Vec<u8> {
@@ -1262,10 +1306,12 @@ fn a_tampered_sealed_page_drops_its_sender_and_no_one_else() {
     server_public.copy_from_slice(&server_keys.public_key);
     let mut c = CurveRogue::connect(&control, server_public, &rogue);
     assert_eq!(c.prop("X-Fabriq-Ofi-Encrypt"), b"1");
-    let id: u32 = String::from_utf8(c.prop("X-Fabriq-Ofi-Id"))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let id = u64::from_str_radix(
+        &String::from_utf8(c.prop("X-Fabriq-Ofi-Token")).unwrap(),
+        16,
+    )
+    .unwrap();
+    c.wait_credit();
     let dest = rogue
         .ep
         .insert_peer(&unhex(&c.prop("X-Fabriq-Ofi-Address")))
@@ -1314,5 +1360,75 @@ fn a_tampered_sealed_page_drops_its_sender_and_no_one_else() {
     assert!(
         rogue_msgs.is_empty(),
         "nothing of the tampered page: {rogue_msgs:?}"
+    );
+}
+
+/// A rogue with a connection of its own to a PULL (a NULL handshake, so
+/// its address is in the PULL's node and it may send pages) forges pages
+/// for the good PUSH's connection beside it: the stamps of the scheme
+/// before random tokens (`id << 32 | seq`, ids counting from 1 per node,
+/// which reached every connection of the node), and its own token moved
+/// by multiples of 2^32. None is taken: the good peer's messages arrive
+/// whole and in order, nothing of the rogue's is delivered, and neither
+/// connection is ended by the forgeries.
+#[test]
+fn forged_pages_for_another_connection_are_not_taken() {
+    let ctx = fabriq::Context::new();
+    let pull = ctx.socket(fabriq::PULL).unwrap();
+    pull.set_rcvtimeo(LIMIT.as_millis() as i32).unwrap();
+    pull.bind("ofi+tcp://127.0.0.1:*").unwrap();
+    let endpoint = pull.get_last_endpoint().unwrap().unwrap();
+    let port: u16 = endpoint.rsplit(':').next().unwrap().parse().unwrap();
+    let control = format!("127.0.0.1:{port}");
+    let push = ctx.socket(fabriq::PUSH).unwrap();
+    push.connect(&endpoint).unwrap();
+    push.send(&0u32.to_be_bytes()[..], 0).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), 0u32.to_be_bytes());
+
+    let mut rogue = Rogue::open();
+    let mut s = TcpStream::connect(&control).unwrap();
+    let props = handshake(&mut s, b"PUSH", &rogue);
+    let own = token(&props);
+    let _ = first_credit(&mut s, &mut Vec::new());
+    let dest = rogue
+        .ep
+        .insert_peer(&unhex(props.get("X-Fabriq-Ofi-Address").unwrap()))
+        .unwrap();
+    let mut forged = 0;
+    for id in 1..=4u64 {
+        for seq in 0..32 {
+            rogue.send_page_waiting(dest, id << 32, seq);
+            forged += 1;
+        }
+    }
+    for k in 1..=4u64 {
+        rogue.send_page_waiting(dest, own.wrapping_add(k << 33), 0);
+        rogue.send_page_waiting(dest, own.wrapping_sub(k << 33), 0);
+        forged += 2;
+    }
+    let until = Instant::now() + LIMIT;
+    while rogue.ep.sends_in_flight() > 0 {
+        assert!(Instant::now() < until, "the forged pages never left");
+        rogue.progress();
+        std::thread::yield_now();
+    }
+    for i in 1..MESSAGES {
+        push.send(&i.to_be_bytes()[..], 0).unwrap();
+    }
+    for i in 1..MESSAGES {
+        let m = pull.recv_bytes(0).expect("a good message within the limit");
+        assert_eq!(m, i.to_be_bytes(), "in order, none lost, nothing forged");
+    }
+    pull.set_rcvtimeo(200).unwrap();
+    assert!(
+        pull.recv_bytes(0).is_err(),
+        "one of {forged} forged pages was delivered"
+    );
+    // The rogue's own connection was not ended by pages that are not its.
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(
+        !matches!(s.read(&mut buf), Ok(0)),
+        "forgeries that are nobody's ended a connection"
     );
 }

@@ -14,18 +14,14 @@
 //! with the loop stepped by hand rather than run on a thread.
 
 mod engine;
-mod fabric;
-pub(crate) mod pages;
-mod raw;
-#[allow(dead_code)] // not wired into the fabric engine yet (see seal.rs)
-pub(crate) mod seal;
 mod session;
 #[cfg(test)]
 mod tests;
-mod udp;
 
-pub(crate) use udp::Framing;
-use udp::UdpEngine;
+#[cfg(feature = "fuzzing")]
+pub(crate) use engine::fabric::wire;
+pub(crate) use engine::udp::Framing;
+use engine::udp::UdpEngine;
 
 use engine::Link;
 

@@ -11,11 +11,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fabriq_zmtp::{AuthRequest, Connection, ProtocolError};
+use fabriq_zmtp::{AuthRequest, ProtocolError};
 use mio::Token;
 
-use super::engine::{End, Engine, Input, Link, Reads, SocketWrites, StreamEngine};
-use super::fabric::FabricEngine;
+use super::engine::{make_engine, End, Engine, Input, Link, Reads};
 
 use crate::endpoint::Address;
 use crate::mailbox::Mailbox;
@@ -148,41 +147,21 @@ impl Session {
 
     /// The engine for a connected stream.
     fn engine_for(&self, stream: Box<dyn Stream>, poller: &mut Poller<'_>, now: Instant) -> Slot {
-        let socket_type = self.socket.socket_type;
-        let config = self.opts.zmtp_config(socket_type);
-        match &self.data_path {
-            DataPath::Stream if socket_type == fabriq_zmtp::SocketType::Stream => {
-                Some(Box::new(super::raw::RawEngine::new(stream)))
-            }
-            DataPath::Stream => {
-                let conn = Connection::new(config, now).ok()?;
-                let socket_writes = match socket_type {
-                    fabriq_zmtp::SocketType::Req | fabriq_zmtp::SocketType::Rep => {
-                        SocketWrites::WhenIdle
-                    }
-                    t if t.is_subscriber() => SocketWrites::Never,
-                    _ => SocketWrites::WhenFull,
-                };
-                Some(Box::new(StreamEngine::new(stream, conn, socket_writes)))
-            }
-            DataPath::Fabric { provider } => {
-                let token = Token(self.token);
-                match FabricEngine::start(
-                    stream,
-                    config,
-                    provider.as_deref(),
-                    &self.opts,
-                    &self.socket.spin,
-                    token,
-                    poller,
-                    now,
-                ) {
-                    Ok(engine) => Some(Box::new(engine)),
-                    Err(why) => {
-                        tracing::warn!("{}: cannot start the fabric engine: {why}", self.endpoint);
-                        None
-                    }
-                }
+        let made = make_engine(
+            &self.data_path,
+            self.socket.socket_type,
+            stream,
+            &self.opts,
+            &self.socket.spin,
+            Token(self.token),
+            poller,
+            now,
+        );
+        match made {
+            Ok(engine) => Some(engine),
+            Err(why) => {
+                tracing::warn!("{}: cannot start the engine: {why}", self.endpoint);
+                None
             }
         }
     }
@@ -279,14 +258,14 @@ impl Session {
                 Input::Idle | Input::Full => break true,
             }
         };
-        if let Err(e) = self.write(engine.as_mut()) {
+        if let Err(e) = self.write(engine.as_mut(), now) {
             return self.on_end(slot, poller, End::Io(e), now);
         }
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             if let Err(e) = engine.handle_timeout(now) {
                 return self.on_end(slot, poller, End::Protocol(e), now);
             }
-            if let Err(e) = self.write(engine.as_mut()) {
+            if let Err(e) = self.write(engine.as_mut(), now) {
                 return self.on_end(slot, poller, End::Io(e), now);
             }
         }
@@ -449,14 +428,14 @@ impl Session {
     }
 
     /// Moves what the socket queued for the peer to the wire.
-    fn write(&mut self, engine: &mut dyn Engine) -> std::io::Result<()> {
+    fn write(&mut self, engine: &mut dyn Engine, now: Instant) -> std::io::Result<()> {
         let outbound = self.pipe.as_ref().map(|p| &*p.rx);
         let subs = self
             .socket
             .socket_type
             .is_subscriber()
             .then_some(&mut self.subs);
-        engine.write(outbound, subs)
+        engine.write(outbound, subs, now)
     }
 
     /// The connection (or the attempt) ended: report, clean up, and
@@ -469,7 +448,7 @@ impl Session {
         now: Instant,
     ) -> Outcome {
         let fatal = is_fatal(&end);
-        self.report_end(slot, end);
+        self.report_end(slot, end, now);
         // The pipe is closed before the connection: once the peer can see
         // its connection end, the socket is told its pipe is gone, and its
         // next send prunes it instead of sending into it. (Closed after,
@@ -501,7 +480,7 @@ impl Session {
 
     /// Logs why the connection ended, reports a failed handshake, and
     /// sends what the engine queued last (an ERROR command).
-    fn report_end(&mut self, slot: &mut Slot, end: End) {
+    fn report_end(&mut self, slot: &mut Slot, end: End, now: Instant) {
         if let End::Io(e) = &end {
             tracing::debug!("{}: connection failed: {e}", self.endpoint);
         }
@@ -522,7 +501,7 @@ impl Session {
             // Best effort, and nothing more is taken from the pipe: a
             // connecting session keeps what is queued for the next
             // connection.
-            let _ = engine.write(None, None);
+            let _ = engine.write(None, None, now);
         }
     }
 
@@ -608,7 +587,7 @@ fn is_fatal(end: &End) -> bool {
             e,
             ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
         ),
-        End::Io(e) => super::raw::closed_by_application(e),
+        End::Io(e) => super::engine::raw::closed_by_application(e),
         End::Eof => false,
     }
 }

@@ -18,7 +18,7 @@ use fabriq_zmtp::Multipart;
 use fabriq_zmtp::Part;
 use mio::{Interest, Registry, Token};
 
-use super::engine::Link;
+use super::Link;
 use crate::mailbox::Mailbox;
 use crate::pipe::{Item, PipeEnd};
 use crate::transport::udp::{self, Directions, MAX_DATAGRAM};

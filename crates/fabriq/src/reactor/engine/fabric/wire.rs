@@ -28,7 +28,7 @@ pub(crate) const RDV: &[u8] = b"RDV";
 /// endian).
 pub(crate) const CREDIT: &[u8] = b"CREDIT";
 /// The control-channel command a closing peer sends last: how many pages
-/// it sent (u32, big endian), so the receiver takes them all before it
+/// it sent (u64, big endian), so the receiver takes them all before it
 /// ends the connection.
 pub(crate) const FIN: &[u8] = b"FIN";
 /// The control-channel command that wakes a receiver without wait
@@ -45,7 +45,10 @@ pub(crate) const KEY: &[u8] = b"KEY";
 
 /// READY metadata of a fabric connection.
 pub(crate) const PROP_ADDRESS: &str = "X-Fabriq-Ofi-Address";
-pub(crate) const PROP_ID: &str = "X-Fabriq-Ofi-Id";
+/// The token the peer stamps its pages with (16 hex digits): its pages'
+/// CQ data is the token plus the page's sequence number. Random, and
+/// sent only in READY, which goes out after the handshake and ZAP.
+pub(crate) const PROP_TOKEN: &str = "X-Fabriq-Ofi-Token";
 pub(crate) const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
 /// The receiver's page size: a sender fills no more of a page.
 pub(crate) const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
@@ -53,7 +56,9 @@ pub(crate) const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
 /// the sender then rings it (a `RING` command on the control connection)
 /// after sending pages, so it does not wait for its next poll.
 pub(crate) const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
-/// Present when the node can lend memory for RMA reads and read it.
+/// Present when the node can lend memory for RMA reads and read it: the
+/// largest frame it reads from a peer's memory (decimal bytes; larger
+/// frames come through pages).
 pub(crate) const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
 /// With a doorbell: where the peer finds the count of our sockets that
 /// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
@@ -324,31 +329,43 @@ pub enum Control {
     /// The peer has read the lent frame with this id.
     RdvDone(u32),
     /// The peer is closing after sending this many pages.
-    Fin(u32),
+    Fin(u64),
 }
 
 /// Reads a control-channel command; `None` for one the engine ignores
-/// (another name, or a body that is not the 4-byte count it needs).
+/// (another name, or a body that is not the count it needs: 4 bytes, 8
+/// for FIN).
 pub fn parse_control(name: &[u8], body: &[u8]) -> Option<Control> {
     if name == RING {
         return Some(Control::Ring);
+    }
+    if name == FIN {
+        let n = <[u8; 8]>::try_from(body).map(u64::from_be_bytes).ok()?;
+        return Some(Control::Fin(n));
     }
     let n = <[u8; 4]>::try_from(body).map(u32::from_be_bytes).ok()?;
     match name {
         CREDIT => Some(Control::Credit(n)),
         RDV_DONE => Some(Control::RdvDone(n)),
-        FIN => Some(Control::Fin(n)),
         _ => None,
     }
 }
+
+/// The longest fabric address READY may carry, in bytes (libfabric's
+/// addresses are a few dozen bytes: a sockaddr, a shm name, a GID).
+pub const MAX_ADDRESS: usize = 256;
+/// The largest window a peer may announce, in pages.
+pub const MAX_WINDOW: u32 = 1 << 16;
+/// The longest doorbell or spinner-count name READY may carry.
+pub const MAX_NAME: usize = 128;
 
 /// The fabric side of a peer, from its READY.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerFabric {
     /// Its fabric endpoint's address (raw bytes for `fi_av_insert`).
     pub address: Vec<u8>,
-    /// The id its node files our pages under.
-    pub id: u32,
+    /// The token to stamp our pages with (plus their sequence numbers).
+    pub token: u64,
     /// The pages it lets us have in flight.
     pub window: u32,
     /// Its page size (at least 64).
@@ -356,48 +373,82 @@ pub struct PeerFabric {
     /// Its doorbell, if it wants one rung (empty: over the control
     /// connection).
     pub doorbell: Option<String>,
-    /// It can lend memory and read it (RMA).
-    pub rma: bool,
+    /// It can lend memory and read it (RMA): the largest frame it reads
+    /// from our memory.
+    pub read_max: Option<u64>,
     /// Where its count of spinners is (`HOST:PID:FD`), with a doorbell.
     pub spinners: Option<String>,
     /// It seals its pages and expects ours sealed (`fabric_encrypt`).
     pub encrypt: bool,
 }
 
-/// Reads the peer's fabric address, id, window and page size from its
-/// READY properties.
+/// Reads the peer's fabric address, token, window and page size from its
+/// READY properties, each bounded: an address of at most
+/// [`MAX_ADDRESS`] bytes, a nonzero token, a window of 1 to
+/// [`MAX_WINDOW`] pages, a page of 64 bytes to 1 GiB, names of at most
+/// [`MAX_NAME`] characters from `[A-Za-z0-9:._-]`.
 pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
     let text = |name: &str| -> Result<String, String> {
-        let v = props
-            .get(name)
-            .ok_or_else(|| format!("the peer sent no {name}: not a fabriq fabric peer"))?;
-        Ok(String::from_utf8_lossy(v).into_owned())
+        let v = props.get(name).ok_or_else(|| {
+            if name == PROP_TOKEN && props.get("X-Fabriq-Ofi-Id").is_some() {
+                format!("the peer speaks an older fabric protocol (no {name}): upgrade it")
+            } else {
+                format!("the peer sent no {name}: not a fabriq fabric peer")
+            }
+        })?;
+        String::from_utf8(v.to_vec()).map_err(|_| format!("a malformed {name}"))
     };
-    let address = unhex(&text(PROP_ADDRESS)?).ok_or("a malformed fabric address")?;
-    let id: u32 = text(PROP_ID)?
-        .parse()
-        .map_err(|_| "a malformed fabric id")?;
+    let name = |prop: &str| -> Result<Option<String>, String> {
+        let Some(v) = props.get(prop) else {
+            return Ok(None);
+        };
+        let ok = v.len() <= MAX_NAME
+            && v.iter()
+                .all(|c| c.is_ascii_alphanumeric() || b":._-".contains(c));
+        match ok {
+            true => Ok(Some(String::from_utf8_lossy(v).into_owned())),
+            false => Err(format!("a malformed {prop}")),
+        }
+    };
+    let address = text(PROP_ADDRESS)?;
+    if address.is_empty() || address.len() > 2 * MAX_ADDRESS {
+        return Err("a malformed fabric address".into());
+    }
+    let address = unhex(&address).ok_or("a malformed fabric address")?;
+    let token = text(PROP_TOKEN)?;
+    let token = (token.len() == 16)
+        .then(|| u64::from_str_radix(&token, 16).ok())
+        .flatten()
+        .filter(|t| *t != 0)
+        .ok_or("a malformed fabric token")?;
     let window: u32 = text(PROP_WINDOW)?
         .parse()
-        .map_err(|_| "a malformed fabric window")?;
+        .ok()
+        .filter(|w| (1..=MAX_WINDOW).contains(w))
+        .ok_or("a malformed fabric window")?;
     let page: usize = text(PROP_PAGE)?
         .parse()
         .ok()
-        .filter(|p| *p >= 64)
+        .filter(|p| (64..=1 << 30).contains(p))
         .ok_or("a malformed fabric page size")?;
-    let doorbell = props
-        .get(PROP_DOORBELL)
-        .map(|v| String::from_utf8_lossy(v).into_owned());
+    let read_max = match props.get(PROP_RMA) {
+        None => None,
+        Some(_) => Some(
+            text(PROP_RMA)?
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or("a malformed fabric RMA size")?,
+        ),
+    };
     Ok(PeerFabric {
         address,
-        id,
+        token,
         window,
         page,
-        doorbell,
-        rma: props.get(PROP_RMA).is_some(),
-        spinners: props
-            .get(PROP_SPINNERS)
-            .map(|v| String::from_utf8_lossy(v).into_owned()),
+        doorbell: name(PROP_DOORBELL)?,
+        read_max,
+        spinners: name(PROP_SPINNERS)?,
         encrypt: props.get(PROP_ENCRYPT).is_some_and(|v| &v[..] == b"1"),
     })
 }

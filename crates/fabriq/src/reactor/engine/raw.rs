@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::{Part, PeerInfo, Properties, ProtocolError, SocketType, Version};
 
-use super::engine::{End, Engine, Input, Pulled, Reads};
+use super::{End, Engine, Input, Pulled, Reads};
 use crate::pipe::{Item, Queue};
 use crate::topics::Topics;
 use crate::transport::{Poller, Stream};
@@ -38,7 +38,7 @@ impl std::fmt::Display for ClosedByApplication {
 impl std::error::Error for ClosedByApplication {}
 
 /// Whether an I/O error is [`ClosedByApplication`].
-pub(super) fn closed_by_application(e: &io::Error) -> bool {
+pub(crate) fn closed_by_application(e: &io::Error) -> bool {
     e.get_ref()
         .is_some_and(|inner| inner.is::<ClosedByApplication>())
 }
@@ -138,7 +138,12 @@ impl Engine for RawEngine {
         }
     }
 
-    fn write(&mut self, outbound: Option<&Queue>, _subs: Option<&mut Topics>) -> io::Result<()> {
+    fn write(
+        &mut self,
+        outbound: Option<&Queue>,
+        _subs: Option<&mut Topics>,
+        _now: Instant,
+    ) -> io::Result<()> {
         loop {
             if let Some(q) = outbound {
                 while let Some(item) = q.pop() {
@@ -242,7 +247,7 @@ impl Engine for RawEngine {
         Pulled::default()
     }
 
-    fn output_ready(&mut self, _outbound: &Queue) -> bool {
+    fn output_ready(&mut self, _outbound: &Queue, _now: Instant) -> bool {
         false
     }
 }

@@ -1,0 +1,831 @@
+//! The fabric engine: a connection whose ZMTP control channel is a TCP
+//! stream and whose messages move through a libfabric RDM endpoint in
+//! registered pages (docs/fabric.md has the design, docs/security.md the
+//! threat model).
+//!
+//! The connection's logic is sans-IO, with no libfabric and no clock in
+//! it, in three parts this module only glues together:
+//!
+//! - [`conn::Flow`]: credits both ways, page stamps, the control
+//!   commands (CREDIT, FIN, RDVDONE, RING), lent frames capped in number,
+//!   bytes and time, rendezvous reads bounded, the drain after a FIN;
+//! - [`rx::Inbox`]: which received pages are this connection's (the
+//!   authenticated peer's source address, our random token, the credits
+//!   granted), in order, sealed pages opened;
+//! - [`tx::Outbox`]: messages encoded into pages with fabriq-zmtp's frame
+//!   encoding, large frames lent, pages sealed.
+//!
+//! [`node::Node`] is the one part that calls libfabric: one I/O thread's
+//! endpoint for one provider, its page pool and posted receives, and the
+//! table of inboxes completions are filed into. [`wake`] holds the
+//! doorbell and spinner count of providers without wait descriptors,
+//! [`wire`] the formats, [`addr`] the check of a peer's data address
+//! against its control connection, [`seal`] the page encryption.
+//!
+//! The control channel is a [`StreamEngine`] that carries no messages:
+//! the ZMTP handshake (READY carries the fabric address, the token to
+//! stamp pages with and the window), heartbeats, and the commands above.
+//! Received pages are decoded in place, so message frames are `Bytes`
+//! slices of registered memory and a page returns to the pool when its
+//! last slice is dropped. Completion order is not send order on every
+//! provider (tcp;ofi_rxm completes large messages late), so pages carry a
+//! sequence number and are reordered.
+
+pub(crate) mod addr;
+pub(crate) mod conn;
+pub(crate) mod node;
+pub(crate) mod rx;
+pub(crate) mod seal;
+#[cfg(all(test, not(loom)))]
+mod tests;
+pub(crate) mod tx;
+pub(crate) mod wake;
+pub(crate) mod wire;
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use fabriq_ofi::{FiAddr, Page, SharedCounter};
+use fabriq_zmtp::{Command, Part, PeerInfo, ProtocolError};
+use mio::Token;
+
+use super::{End, Engine, Input, Pulled, Reads, SocketWrites, StreamEngine};
+use crate::options::{FabricOptions, Options};
+use crate::pipe::{Item, Queue};
+use crate::spin::Spin;
+use crate::topics::Topics;
+use crate::transport::{Demux, Poller};
+use conn::{Effect, Flow, Limits};
+use node::Node;
+use seal::Sealer;
+use tx::{Filled, Outbox, Source};
+use wire::{
+    hex, PageItem, PageReader, Rdv, KEY, PROP_ADDRESS, PROP_DOORBELL, PROP_ENCRYPT, PROP_PAGE,
+    PROP_RMA, PROP_SPINNERS, PROP_TOKEN, PROP_WINDOW, RING,
+};
+
+/// How soon a send the provider refused (EAGAIN) is tried again.
+const RETRY: Duration = Duration::from_micros(200);
+
+/// One fabric connection. See the module documentation.
+pub(crate) struct FabricEngine {
+    control: StreamEngine,
+    /// Our IP on the control connection.
+    local: String,
+    node: Arc<Node>,
+    /// Our connection's key at the node.
+    key: u32,
+    /// The peer's handle in the node's address vector, once handshaken.
+    remote: Option<FiAddr>,
+    flow: Flow<fabriq_ofi::Lent>,
+    outbox: Outbox<Page>,
+    /// How this connection sends (the socket's options when it started).
+    fabric: FabricOptions,
+    /// Whether the socket's thread sends itself (it spins, sends
+    /// unbuffered, or is REQ/REP, which have one message at a time to
+    /// send and nothing to coalesce).
+    eager: bool,
+    /// Whether the socket spins (its receives read the CQ themselves).
+    spins: bool,
+    /// A spinning socket's spells and the node's count of spinners, which
+    /// `pull` raises once per spell (nodes with a doorbell only).
+    spell: Option<(Arc<Spin>, Arc<SharedCounter>)>,
+    /// The spell last counted.
+    counted_spell: u64,
+    /// The peer's count of spinners, mapped read-only (same host only):
+    /// no ring while it is above zero.
+    peer_spinners: Option<SharedCounter>,
+    /// The peer's doorbell, if it wants one rung (empty: over the
+    /// control connection).
+    peer_doorbell: Option<String>,
+    /// Pages sent since the last ring of the peer's doorbell.
+    unrung: bool,
+    /// Both nodes do RMA (and the connection does not encrypt): frames
+    /// larger than a page are lent, not copied.
+    rendezvous: bool,
+    /// Our sending key, until it went to the peer in a KEY command.
+    page_key: Option<zeroize::Zeroizing<[u8; seal::KEY_LEN]>>,
+    /// Pages taken in order and not yet decoded (the front one partly).
+    received: VecDeque<Bytes>,
+    /// Cuts `received` into frames and messages.
+    pages: PageReader,
+    /// The socket's MAXMSGSIZE, for frames read by rendezvous.
+    max_data: Option<u64>,
+    /// Pages decoded, counted by `pages` as they are finished.
+    consumed: u32,
+    /// Items decoded and held back by a delivery (empty between calls).
+    decoded: Vec<Item>,
+    /// SUB and XSUB send subscriptions, which the session's topic list
+    /// must see: they are never written from the socket's thread.
+    subscriber: bool,
+    failed: Option<String>,
+    /// When to try a refused send or read again (the provider said
+    /// EAGAIN while nothing of ours was in flight to bring a completion).
+    retry_at: Option<Instant>,
+    /// A rendezvous read the provider refused for now: length, address,
+    /// key.
+    pending_read: Option<(usize, u64, u64)>,
+    /// The control connection ended after a FIN: how it ended.
+    drain_end: Option<End>,
+}
+
+impl std::fmt::Debug for FabricEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FabricEngine({:?}, key {})", self.node, self.key)
+    }
+}
+
+/// What [`Outbox::fill`] takes from the engine: pages from the node,
+/// items from the socket's queue, lending through the node.
+struct EngineSource<'a> {
+    node: &'a Node,
+    flow: &'a mut Flow<fabriq_ofi::Lent>,
+    outbound: Option<&'a Queue>,
+    subs: Option<&'a mut Topics>,
+    rendezvous: bool,
+    now: Instant,
+}
+
+impl Source<Page> for EngineSource<'_> {
+    fn page(&mut self) -> Option<Page> {
+        self.node.page()
+    }
+
+    fn next(&mut self) -> Option<Item> {
+        // While the caps on lent frames are reached, more waits for the
+        // peer to read (a RDVDONE).
+        if self.flow.lending_full() {
+            return None;
+        }
+        let item = self.outbound.and_then(Queue::pop)?;
+        super::record_subscription(&item, self.subs.as_deref_mut());
+        Some(item)
+    }
+
+    fn lend(&mut self, part: &Part, more: bool) -> Option<Rdv> {
+        if !self.rendezvous || !self.flow.may_lend(part.len()) {
+            return None;
+        }
+        let lent = match self.node.lend(part.to_bytes()) {
+            Ok(lent) => lent,
+            Err(why) => {
+                tracing::debug!("cannot lend {} bytes ({why}): streamed", part.len());
+                return None;
+            }
+        };
+        let (len, addr, key) = (lent.len(), lent.rma_addr(), lent.key());
+        let id = self.flow.lend(lent, len, self.now);
+        Some(Rdv {
+            id,
+            len: len as u64,
+            addr,
+            key,
+            more,
+        })
+    }
+}
+
+impl FabricEngine {
+    /// The READY metadata that tells the peer how to reach us: our
+    /// address, the token to stamp pages with, the window.
+    fn metadata(node: &Node, token: u64, limits: &Limits, encrypt: bool) -> Vec<(String, Bytes)> {
+        let mut props = vec![
+            (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
+            (PROP_TOKEN.into(), Bytes::from(format!("{token:016x}"))),
+            (PROP_WINDOW.into(), Bytes::from(node.window().to_string())),
+            (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
+        ];
+        if encrypt {
+            props.push((PROP_ENCRYPT.into(), Bytes::from_static(b"1")));
+        }
+        if node.rma && !encrypt {
+            props.push((PROP_RMA.into(), Bytes::from(limits.read_max.to_string())));
+        }
+        if !node.cq_waitable {
+            // The doorbell's name, or (without one) an empty value: ring
+            // over the control connection.
+            let name = node.doorbell.as_ref().map_or("", |(_, n)| n.as_str());
+            props.push((PROP_DOORBELL.into(), Bytes::from(name.to_string())));
+            if let Some(at) = node.spinners.as_deref().and_then(wake::spinners_at) {
+                props.push((PROP_SPINNERS.into(), Bytes::from(at)));
+            }
+        }
+        props
+    }
+
+    /// An engine for a connected control stream, with its node (made for
+    /// this I/O thread on first use) joined to the poller.
+    #[allow(clippy::too_many_arguments)] // what a connection starts from
+    pub(crate) fn start(
+        stream: Box<dyn crate::transport::Stream>,
+        mut config: fabriq_zmtp::Config,
+        provider: Option<&str>,
+        opts: &Options,
+        spin: &Arc<Spin>,
+        token: Token,
+        poller: &mut Poller<'_>,
+        now: Instant,
+    ) -> Result<FabricEngine, String> {
+        let local = stream.local_address();
+        let fabric = opts.fabric;
+        if fabric.encrypt && opts.security.mechanism != crate::Mechanism::ZMQ_CURVE {
+            // Bind and connect refuse this already (transport/ofi.rs);
+            // never send a page key over a control connection in clear.
+            return Err("fabric_encrypt needs CURVE on the control connection".into());
+        }
+        let node_key = Node::key(provider, &local, &fabric);
+        let node: Arc<Node> =
+            poller.local(&node_key, || Node::open(provider, Some(&local), &fabric))?;
+        let demux: Arc<dyn Demux> = node.clone();
+        poller.join(&demux).map_err(|e| e.to_string())?;
+        let (key, stamp) = node.add(token, fabric.encrypt)?;
+        let (sealer, page_key) = match fabric.encrypt {
+            true => {
+                let (sealer, key) = Sealer::generate();
+                (Some(sealer), Some(key))
+            }
+            false => (None, None),
+        };
+        let max_data = config.max_msg_size;
+        let limits = Limits {
+            // Never more than the socket takes in one message.
+            read_max: max_data.map_or(Limits::default().read_max, |m| {
+                m.clamp(1, Limits::default().read_max)
+            }),
+            ..Limits::default()
+        };
+        for (name, value) in Self::metadata(&node, stamp, &limits, fabric.encrypt) {
+            config
+                .metadata
+                .push(&name, value)
+                .map_err(|e| e.to_string())?;
+        }
+        let socket_type = config.socket_type;
+        let publisher = socket_type.is_publisher();
+        let writes = super::make::socket_writes(socket_type);
+        let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
+        let mut control = StreamEngine::new(stream, conn, SocketWrites::Never);
+        control.keep_commands(true);
+        let spell = match (&node.spinners, opts.spin_us > 0) {
+            (Some(c), true) => Some((spin.clone(), c.clone())),
+            _ => None,
+        };
+        let flush_wait =
+            (fabric.flush_us > 0).then(|| Duration::from_micros(fabric.flush_us as u64));
+        let outbox = Outbox::new(node.page_size, sealer, fabric.buffered, flush_wait);
+        Ok(FabricEngine {
+            control,
+            local,
+            flow: Flow::new(node.window(), limits),
+            outbox,
+            node,
+            key,
+            remote: None,
+            fabric,
+            eager: opts.spin_us > 0 || !fabric.buffered || writes == SocketWrites::WhenIdle,
+            spins: opts.spin_us > 0,
+            spell,
+            counted_spell: 0,
+            peer_spinners: None,
+            peer_doorbell: None,
+            unrung: false,
+            rendezvous: false,
+            page_key,
+            received: VecDeque::new(),
+            pages: PageReader::new(max_data, publisher),
+            max_data,
+            consumed: 0,
+            decoded: Vec::new(),
+            subscriber: writes == SocketWrites::Never,
+            failed: None,
+            retry_at: None,
+            pending_read: None,
+            drain_end: None,
+        })
+    }
+
+    /// The handshake (and ZAP) completed: reads the peer's fabric fields
+    /// from its READY, checks its data address against the control
+    /// connection, files it at the node, and grants its first credits.
+    fn learn_peer(&mut self) -> Result<(), String> {
+        let props = &self
+            .control
+            .peer()
+            .ok_or("no peer after the handshake")?
+            .properties;
+        let peer = wire::parse_peer(props)?;
+        let encrypt = self.page_key.is_some() || self.fabric.encrypt;
+        if peer.encrypt != encrypt {
+            let (peer_does, we_do) = match encrypt {
+                true => ("does not", "does"),
+                false => ("does", "does not"),
+            };
+            return Err(format!(
+                "the peer {peer_does} encrypt the fabric data path (fabric_encrypt) and this socket {we_do}: refused before any page was sent"
+            ));
+        }
+        addr::check(
+            &self.node.provider,
+            &peer.address,
+            &self.control.peer_address(),
+            &self.local,
+        )?;
+        let remote = self.node.authenticate(self.key, &peer.address)?;
+        self.remote = Some(remote);
+        self.outbox.set_limit(peer.page.min(self.node.page_size));
+        self.peer_spinners = match (&peer.doorbell, &peer.spinners) {
+            (Some(_), Some(at)) => wake::open_spinners(at),
+            _ => None,
+        };
+        self.peer_doorbell = peer.doorbell.clone();
+        // Sealed pages only: a lent frame would be read in clear.
+        self.rendezvous = self.node.rma && peer.read_max.is_some() && !encrypt;
+        if let Some(key) = self.page_key.take() {
+            // Our key goes before any page can (`remote` is set only now),
+            // inside CURVE's boxes; the Bytes zeroize it when dropped.
+            self.control
+                .send_command(KEY, Bytes::from_owner(key))
+                .map_err(|e| format!("cannot send the page key: {e}"))?;
+        }
+        // The first credits, recorded before the CREDIT can reach the peer.
+        let share = self.node.share();
+        let granted = self.flow.handle_handshake(peer, share);
+        self.node.grant(self.key, granted);
+        self.send_commands();
+        Ok(())
+    }
+
+    /// Moves the commands the connection core queued to the control
+    /// connection.
+    fn send_commands(&mut self) {
+        while let Some((name, body)) = self.flow.poll_command() {
+            if let Err(e) = self.control.send_command(name, body.clone()) {
+                tracing::debug!("cannot send a fabric command: {e}");
+                self.flow.unpoll_command((name, body));
+                return;
+            }
+        }
+    }
+
+    /// Returns credits for the pages decoded since the last return.
+    fn return_credits(&mut self, force: bool) {
+        let taken = std::mem::take(&mut self.consumed);
+        self.flow.consumed(taken);
+        if let Some(give) = self.flow.poll_grant(self.node.share(), force) {
+            // Counted before the peer can see it (it answers with pages).
+            self.node.grant(self.key, give);
+        }
+        self.send_commands();
+    }
+
+    /// Applies the commands the peer sent on the control channel. Returns
+    /// whether it rang the doorbell.
+    fn take_commands(&mut self) -> bool {
+        let mut rung = false;
+        for (name, body) in self.control.take_commands() {
+            if name == KEY {
+                if let Err(why) = self.node.set_key(self.key, &body) {
+                    self.failed.get_or_insert(why);
+                }
+                continue;
+            }
+            let Some(control) = wire::parse_control(&name, &body) else {
+                continue;
+            };
+            match self.flow.handle_command(control) {
+                Ok(Effect::Ring) => rung = true,
+                Ok(Effect::None) => {}
+                Err(why) => {
+                    self.failed.get_or_insert(why);
+                }
+            }
+        }
+        rung
+    }
+
+    /// Whether every page the peer's FIN announced has been taken.
+    fn drained(&self) -> bool {
+        self.received.is_empty()
+            && !self.pages.straddling()
+            && self.flow.fin_complete(self.taken_pages())
+    }
+
+    /// Pages taken from the node in order so far.
+    fn taken_pages(&self) -> u64 {
+        self.node.taken(self.key)
+    }
+
+    /// Decodes received pages into `inbound` until it is full.
+    fn deliver(&mut self, inbound: &Queue, now: Instant) -> Result<usize, ProtocolError> {
+        let mut batch = std::mem::take(&mut self.decoded);
+        let mut out = super::Delivery::new(inbound, &mut batch);
+        let result = self.deliver_into(&mut out, now);
+        let n = out.finish();
+        self.decoded = batch;
+        result.map(|()| n)
+    }
+
+    fn deliver_into(
+        &mut self,
+        out: &mut super::Delivery<'_>,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        if !self.received.is_empty() {
+            self.pages.set_copy_out(self.node.pool_low());
+        }
+        loop {
+            if !out.has_room() {
+                return Ok(());
+            }
+            if self.flow.reading().is_some() {
+                // Frames after a rendezvous wait for its read.
+                self.post_pending_read(now);
+                let Some(data) = self.node.take_read(self.key) else {
+                    return Ok(());
+                };
+                let more = self.flow.read_done().unwrap_or(false);
+                self.send_commands();
+                if let Some(msg) = self.pages.push_part(data, more) {
+                    out.push(Item::Msg(msg));
+                }
+                continue;
+            }
+            let item = match self.pages.next(&mut self.received, &mut self.consumed)? {
+                None => return Ok(()),
+                Some(PageItem::Rdv(rdv)) => {
+                    self.start_read(rdv, now)?;
+                    continue;
+                }
+                Some(PageItem::Msg(msg)) => Item::Msg(msg),
+                Some(PageItem::Subscribe(t)) => Item::Subscribe(t),
+                Some(PageItem::Cancel(t)) => Item::Cancel(t),
+            };
+            out.push(item);
+        }
+    }
+
+    /// Starts the read a rendezvous frame asks for, bounded by what we
+    /// announced and the socket's MAXMSGSIZE.
+    fn start_read(&mut self, rdv: Rdv, now: Instant) -> Result<(), ProtocolError> {
+        if !self.rendezvous || self.remote.is_none() {
+            return Err(wire::bad_rdv());
+        }
+        let len = self.flow.handle_rdv(&rdv, self.max_data)?;
+        self.pending_read = Some((len, rdv.addr, rdv.key));
+        self.post_pending_read(now);
+        // The read may need the sender's progress (shm's CMA reads are
+        // served by the peer): ring it like pages would.
+        self.unrung = true;
+        self.ring();
+        Ok(())
+    }
+
+    /// Posts the rendezvous read waiting to be posted, if the provider
+    /// takes it now (else it is tried again after [`RETRY`]).
+    fn post_pending_read(&mut self, now: Instant) {
+        let (Some((len, addr, rkey)), Some(remote)) = (self.pending_read, self.remote) else {
+            return;
+        };
+        match self.node.read(self.key, remote, len, addr, rkey) {
+            Ok(true) => self.pending_read = None,
+            Ok(false) => {
+                self.retry_at.get_or_insert(now + RETRY);
+            }
+            Err(why) => {
+                self.pending_read = None;
+                self.failed
+                    .get_or_insert(format!("rendezvous read of {len} bytes: {why}"));
+            }
+        }
+    }
+
+    /// Sends what `outbound` holds, in pages, as credits and the provider
+    /// allow. Returns whether a page went.
+    fn flow_out(
+        &mut self,
+        outbound: Option<&Queue>,
+        subs: Option<&mut Topics>,
+        now: Instant,
+    ) -> bool {
+        let Some(remote) = self.remote else {
+            return false;
+        };
+        let mut src = EngineSource {
+            node: &self.node,
+            flow: &mut self.flow,
+            outbound,
+            subs,
+            rendezvous: self.rendezvous,
+            now,
+        };
+        let mut sent = false;
+        loop {
+            // First the page that is waiting.
+            if let Some(page) = self.outbox.take_ready() {
+                if !src.flow.may_send() {
+                    self.outbox.put_back(page);
+                    break;
+                }
+                match self.node.send(self.key, page, remote, src.flow.stamp()) {
+                    Ok(()) => {
+                        src.flow.sent();
+                        sent = true;
+                    }
+                    Err(page) => {
+                        self.outbox.put_back(page);
+                        self.retry_at = Some(now + RETRY);
+                        break;
+                    }
+                }
+            }
+            match self.outbox.fill(&mut src, now) {
+                Filled::Page => continue,
+                Filled::Drained | Filled::NoPage => break,
+            }
+        }
+        if let Some(why) = self.outbox.failed() {
+            self.failed.get_or_insert(why);
+        }
+        if sent {
+            self.unrung = true;
+        }
+        self.ring();
+        sent
+    }
+
+    /// Rings the peer's doorbell if it has one and we sent it something
+    /// since the last ring: one ring for the pages of a turn; the peer has
+    /// no wait descriptor to be woken by them.
+    fn ring(&mut self) {
+        if self.unrung && self.peer_spinners.as_ref().is_some_and(|c| c.load() > 0) {
+            // A socket of the peer spins on its node and reaps our pages.
+            self.unrung = false;
+            return;
+        }
+        if let Some(name) = self.peer_doorbell.as_deref().filter(|_| self.unrung) {
+            if (!name.is_empty() && self.node.ring(name))
+                || self.control.send_command(RING, Bytes::new()).is_ok()
+            {
+                self.unrung = false;
+            }
+        }
+    }
+
+    /// Takes the pages that are next in order from the node; the error
+    /// ends the connection.
+    fn take_pages(&mut self) -> Result<(), String> {
+        match self.node.take_in_order(self.key, &mut self.received) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Engine for FabricEngine {
+    fn ready(&mut self, readable: bool, writable: bool) {
+        self.control.ready(readable, writable);
+    }
+
+    fn hung_up(&mut self) {
+        self.control.hung_up();
+    }
+
+    fn read(&mut self, inbound: Option<&Queue>, reads: Reads, now: Instant) -> (Input, usize) {
+        let ended = |why: String| (Input::Ended(End::Io(io::Error::other(why))), 0);
+        if let Some(why) = self.failed.take() {
+            return ended(why);
+        }
+        // After the control connection ended behind a FIN, only the pages
+        // the FIN announced are still taken.
+        let input = if self.flow.draining() {
+            Input::Idle
+        } else {
+            let (input, _) = self.control.read(None, reads, now);
+            if self.take_commands() {
+                // The peer sent pages and we have no wait descriptor: read
+                // the completion queue now rather than after this turn
+                // (news for other connections is handed out before the
+                // loop sleeps).
+                self.node.progress(self.key);
+            }
+            input
+        };
+        if let Some(why) = self.failed.take() {
+            // A CREDIT beyond the window, a bad key (take_commands).
+            return ended(why);
+        }
+        let input = match input {
+            Input::Ended(end) if self.flow.handle_control_end(now) => {
+                self.drain_end = Some(end);
+                Input::Idle
+            }
+            other => other,
+        };
+        match input {
+            Input::Handshake => {
+                if let Err(why) = self.learn_peer() {
+                    return ended(format!("fabric handshake: {why}"));
+                }
+                return (Input::Handshake, 0);
+            }
+            Input::Ended(end) => return (Input::Ended(end), 0),
+            // The security handshake runs on the control channel: the
+            // session's ZAP client answers through `auth_reply`.
+            Input::Auth(request) => return (Input::Auth(request), 0),
+            Input::Idle | Input::Full | Input::More => {}
+        }
+        if self.remote.is_none() {
+            return (input, 0);
+        }
+        if let Err(why) = self.take_pages() {
+            return ended(why);
+        }
+        let Some(q) = inbound else {
+            return (Input::Idle, 0);
+        };
+        match self.deliver(q, now) {
+            Ok(n) => {
+                if self.flow.draining() && self.drained() {
+                    let end = self.drain_end.take().unwrap_or(End::Eof);
+                    return (Input::Ended(end), n);
+                }
+                if let Some(why) = self.failed.take() {
+                    return ended(why);
+                }
+                self.return_credits(false);
+                let full = !q.has_room() && !self.received.is_empty();
+                (if full { Input::Full } else { Input::Idle }, n)
+            }
+            Err(e) => (Input::Ended(End::Protocol(e)), 0),
+        }
+    }
+
+    fn write(
+        &mut self,
+        outbound: Option<&Queue>,
+        subs: Option<&mut Topics>,
+        now: Instant,
+    ) -> io::Result<()> {
+        if self.flow.draining() {
+            // The peer is gone: only its last pages are still taken.
+            return Ok(());
+        }
+        self.flow_out(outbound, subs, now);
+        self.send_commands();
+        self.control.write(None, None, now)
+    }
+
+    fn unsent(&self) -> usize {
+        self.control.unsent()
+            + self.outbox.unsent()
+            + self.node.in_flight(self.key)
+            + self.flow.lent_bytes()
+    }
+
+    fn is_active(&self) -> bool {
+        self.control.is_active() && self.remote.is_some()
+    }
+
+    fn handshaken(&self) -> bool {
+        self.control.handshaken()
+    }
+
+    fn peer(&self) -> Option<&PeerInfo> {
+        self.control.peer()
+    }
+
+    fn peer_address(&self) -> String {
+        self.control.peer_address()
+    }
+
+    fn subscribe(&mut self, topic: &[u8]) {
+        self.outbox
+            .push_command(&Command::Subscribe(Bytes::copy_from_slice(topic)));
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.control.poll_timeout(),
+            self.retry_at,
+            self.outbox.poll_timeout(),
+            self.flow.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), ProtocolError> {
+        if self.retry_at.is_some_and(|t| t <= now) {
+            // The session writes after the timers: the send is retried.
+            self.retry_at = None;
+            self.post_pending_read(now);
+        }
+        // (A due flush is acted on by that write, in `Outbox::fill`.)
+        if let Err(why) = self.flow.handle_timeout(now) {
+            self.failed.get_or_insert(why);
+        }
+        if self.control.poll_timeout().is_some_and(|t| t <= now) {
+            self.control.handle_timeout(now)?;
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self) -> Option<ProtocolError> {
+        self.control.end_of_input()
+    }
+
+    fn auth_reply(&mut self, reply: fabriq_zmtp::AuthReply) -> Result<(), fabriq_zmtp::UsageError> {
+        self.control.auth_reply(reply)
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.control.monitor_value()
+    }
+
+    fn deregister(&mut self, poller: &mut Poller<'_>) {
+        // Last on the control connection: how many pages we sent, so the
+        // peer takes them all before it ends (best effort: a stream that
+        // would block loses it, and the peer then ends at once).
+        if self.control.is_active() && self.remote.is_some() {
+            self.flow.close();
+            self.send_commands();
+            let _ = self.control.write(None, None, Instant::now());
+        }
+        self.control.deregister(poller);
+        // Lent memory is let go only now that the peer is told nothing
+        // more (its reads after this fail: the registration is closed).
+        drop(self.flow.release_all());
+        self.node.remove(self.key);
+        let demux: Arc<dyn Demux> = self.node.clone();
+        poller.leave(&demux);
+    }
+
+    /// The socket's thread reads the completion queue itself (a socket
+    /// that spins, or any receive that found its pipes empty).
+    fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
+        if !self.is_active() || self.flow.draining() || inbound.is_conflate() {
+            return Pulled::default();
+        }
+        let hand_over = Pulled {
+            delivered: 0,
+            hand_over: true,
+        };
+        // Reading the CQ costs system calls on providers with wait
+        // descriptors (tcp;ofi_rxm polls its sockets): there the socket's
+        // thread does it only when it spins; the I/O thread is woken by
+        // the descriptors anyway. Without them (shm) it is a memory read.
+        if let Some((spin, counter)) = &self.spell {
+            if let Some(spell) = spin.spell().filter(|s| *s != self.counted_spell) {
+                spin.count(counter);
+                self.counted_spell = spell;
+            }
+        }
+        let others = (self.spins || !self.node.cq_waitable) && self.node.progress(self.key);
+        if let Err(why) = self.take_pages() {
+            self.failed = Some(why);
+            return hand_over;
+        }
+        let delivered = match self.deliver(inbound, now) {
+            Ok(n) => n,
+            Err(e) => {
+                self.failed = Some(format!("fabric page: {e}"));
+                return hand_over;
+            }
+        };
+        if self.failed.is_some() {
+            return hand_over;
+        }
+        self.return_credits(false);
+        let mut more = others;
+        if self.control.unsent() > 0 {
+            // Credits to return: written here when the stream takes them.
+            more |= self.control.write(None, None, now).is_err() || self.control.unsent() > 0;
+        }
+        more |= !self.received.is_empty() && !inbound.has_room();
+        Pulled {
+            delivered,
+            hand_over: more,
+        }
+    }
+
+    /// Sends on the socket's thread when the engine is eager (see
+    /// `eager`; other buffered sockets leave it to the I/O thread, which
+    /// coalesces what accumulated meanwhile).
+    fn output_ready(&mut self, outbound: &Queue, now: Instant) -> bool {
+        if !self.eager || self.subscriber || !self.is_active() || self.flow.draining() {
+            return false;
+        }
+        self.flow_out(Some(outbound), None, now);
+        self.send_commands();
+        if self.failed.is_some() || self.control.write(None, None, now).is_err() {
+            return false;
+        }
+        // Anything left (no credit, no page, a flush timer, a control
+        // write that would block) is the session's to finish.
+        outbound.len() == 0 && self.outbox.is_idle() && self.control.unsent() == 0
+    }
+}

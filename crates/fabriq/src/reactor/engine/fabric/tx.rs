@@ -1,0 +1,359 @@
+//! The sending side of one fabric connection, with no libfabric and no
+//! clock in it: messages and subscriptions encoded into pages by
+//! fabriq-zmtp's frame encoding (a message that fits the page being
+//! filled is written straight into it; what does not waits in an
+//! [`Encoder`] and is copied on page by page), frames larger than a page
+//! lent for a rendezvous read instead, and each page sealed as it ships
+//! when the connection encrypts.
+//!
+//! The engine supplies pages, queued items and lending through
+//! [`Source`]; the tests supply plain memory.
+
+use std::time::{Duration, Instant};
+
+use bytes::BufMut;
+use fabriq_zmtp::frame::{encode_header, header_len, Frame};
+use fabriq_zmtp::{Command, Encoder, Multipart, Part};
+
+use super::seal::{self, Sealer};
+use super::wire::Rdv;
+use crate::pipe::Item;
+
+/// Room in each page beyond the page size the peer fills, for frame
+/// headers, so a message body of exactly the page size (64 KiB by
+/// default, a common size) fits one page and is received without a copy.
+pub(crate) const HEADER_ROOM: usize = 64;
+
+/// Bodies at least this long wait in the encoder by reference (copied
+/// once, into pages); shorter ones are copied into its batch.
+const BY_REF: usize = 1024;
+
+/// A page being filled, as the sending side needs it.
+pub(crate) trait PageFill {
+    /// Bytes filled.
+    fn len(&self) -> usize;
+    /// Sets the bytes filled.
+    fn set_len(&mut self, len: usize);
+    /// The whole page.
+    fn buffer_mut(&mut self) -> &mut [u8];
+}
+
+/// What the outbox takes from its engine while it fills pages.
+pub(crate) trait Source<P> {
+    /// A free page, if the pool has one.
+    fn page(&mut self) -> Option<P>;
+    /// The next queued item, if any (and if more may be sent now).
+    fn next(&mut self) -> Option<Item>;
+    /// Lends `part` for the peer to read: the RDV to send in its place,
+    /// or `None` to stream it through pages.
+    fn lend(&mut self, part: &Part, more: bool) -> Option<Rdv>;
+}
+
+/// What [`Outbox::fill`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filled {
+    /// Nothing is left to put in pages (or a flush interval lets the
+    /// page wait).
+    Drained,
+    /// A page is ready: [`Outbox::take_ready`].
+    Page,
+    /// The pool has no free page: pages come back as sends complete and
+    /// as the application drops received messages.
+    NoPage,
+}
+
+/// The sending side of one connection. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Outbox<P> {
+    /// Encoded bytes that did not fit the page being filled, in order.
+    enc: Encoder,
+    filling: Option<P>,
+    /// A filled (and sealed) page waiting for a credit or the provider.
+    ready: Option<P>,
+    /// How much of a page to fill: the peer's page size (at most ours).
+    limit: usize,
+    /// Bytes reserved at the start of each page for its seal.
+    seal_room: usize,
+    sealer: Option<Sealer>,
+    /// Coalesce messages into pages (else each message goes at once).
+    buffered: bool,
+    /// With `buffered`: how long a partly filled page may wait for more.
+    flush_wait: Option<Duration>,
+    flush_at: Option<Instant>,
+    failed: Option<String>,
+}
+
+impl<P: PageFill> Outbox<P> {
+    /// An outbox that fills `limit` bytes of each page; seals with
+    /// `sealer` when the connection encrypts; coalesces when `buffered`,
+    /// holding a partly filled page up to `flush_wait`.
+    pub(crate) fn new(
+        limit: usize,
+        sealer: Option<Sealer>,
+        buffered: bool,
+        flush_wait: Option<Duration>,
+    ) -> Outbox<P> {
+        let seal_room = if sealer.is_some() { seal::OVERHEAD } else { 0 };
+        Outbox {
+            enc: Encoder::new(BY_REF),
+            filling: None,
+            ready: None,
+            limit: limit.max(seal_room + 64),
+            seal_room,
+            sealer,
+            buffered,
+            flush_wait,
+            flush_at: None,
+            failed: None,
+        }
+    }
+
+    /// Sets how much of a page to fill (the peer's page size, learned
+    /// from its READY).
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(self.seal_room + 64);
+    }
+
+    /// Whether `part` goes by rendezvous when the peer can read it.
+    pub(crate) fn lends(&self, len: usize) -> bool {
+        len > self.limit.saturating_sub(HEADER_ROOM)
+    }
+
+    /// Queues a subscription (or its cancellation) toward the peer.
+    pub(crate) fn push_command(&mut self, cmd: &Command) {
+        self.enc.push_command(cmd);
+    }
+
+    /// The page ready to send, if any.
+    pub(crate) fn take_ready(&mut self) -> Option<P> {
+        self.ready.take()
+    }
+
+    /// Puts back a page the provider (or the credits) did not take.
+    pub(crate) fn put_back(&mut self, page: P) {
+        debug_assert!(self.ready.is_none());
+        self.ready = Some(page);
+    }
+
+    /// Bytes accepted and not sent yet.
+    pub(crate) fn unsent(&self) -> usize {
+        self.enc.len()
+            + self
+                .filling
+                .as_ref()
+                .map_or(0, |p| p.len().saturating_sub(self.seal_room))
+            + self.ready.as_ref().map_or(0, PageFill::len)
+    }
+
+    /// Whether nothing at all waits (no encoded bytes, no page being
+    /// filled or ready, no flush timer).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.enc.is_empty()
+            && self.ready.is_none()
+            && self.flush_at.is_none()
+            && self
+                .filling
+                .as_ref()
+                .map_or(true, |p| p.len() <= self.seal_room)
+    }
+
+    /// When a partly filled page goes, with a flush interval.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.flush_at
+    }
+
+    /// Why the connection must end (a page could not be sealed).
+    pub(crate) fn failed(&mut self) -> Option<String> {
+        self.failed.take()
+    }
+
+    /// Fills the page being filled from the bytes left over and then from
+    /// `src`'s items, until a page is ready ([`Filled::Page`]) or nothing
+    /// is left. Call only while no page is ready.
+    pub(crate) fn fill(&mut self, src: &mut impl Source<P>, now: Instant) -> Filled {
+        if self.ready.is_some() {
+            return Filled::Page;
+        }
+        loop {
+            if self.failed.is_some() {
+                return Filled::Drained;
+            }
+            if self.filling.is_none() {
+                if self.enc.is_empty() {
+                    // (A pop, not a look at the length: an empty pop asks
+                    // the pipe to wake us when the socket sends.)
+                    let Some(item) = src.next() else {
+                        return Filled::Drained;
+                    };
+                    // No page yet: all of it goes to the encoder.
+                    self.stage(item, src);
+                }
+                let Some(mut page) = src.page() else {
+                    return Filled::NoPage;
+                };
+                // Room for the seal, written when the page ships.
+                page.set_len(self.seal_room);
+                self.filling = Some(page);
+            }
+            let limit = self.limit;
+            let page = self.filling.as_mut().expect("a page being filled");
+            let mut len = page.len();
+            if !self.enc.is_empty() {
+                let mut dst = &mut page.buffer_mut()[len..limit];
+                len += self.enc.copy_into(&mut dst, usize::MAX);
+                page.set_len(len);
+                if len == limit {
+                    return self.ship();
+                }
+            }
+            if len > self.seal_room && !self.buffered {
+                // Unbuffered: each message is sent as soon as it is in.
+                return self.ship();
+            }
+            let Some(item) = src.next() else {
+                // Nothing queued: a partly filled page goes now, unless a
+                // flush interval lets it wait for more.
+                if len == self.seal_room {
+                    return Filled::Drained;
+                }
+                if let Some(wait) = self.flush_wait.filter(|_| self.buffered) {
+                    if now < *self.flush_at.get_or_insert(now + wait) {
+                        return Filled::Drained;
+                    }
+                }
+                return self.ship();
+            };
+            if self.stage(item, src) {
+                // It fits a page of its own but not what is left of this
+                // one: this one goes, so the item does not straddle two
+                // (the receiver then delivers it from the page, uncopied).
+                return self.ship();
+            }
+        }
+    }
+
+    /// Moves the page being filled to `ready`, sealed.
+    fn ship(&mut self) -> Filled {
+        self.flush_at = None;
+        match self.filling.take() {
+            Some(mut page) if page.len() > self.seal_room => {
+                if let Some(sealer) = self.sealer.as_mut() {
+                    // Pages are sealed in the order they are sent (one
+                    // ready page at a time), the order the peer opens
+                    // them in.
+                    let len = page.len();
+                    if let Err(why) = sealer.seal(&mut page.buffer_mut()[..len]) {
+                        self.failed = Some(why);
+                        return Filled::Drained;
+                    }
+                }
+                self.ready = Some(page);
+                Filled::Page
+            }
+            other => {
+                self.filling = other;
+                Filled::Drained
+            }
+        }
+    }
+
+    /// Encodes `item`: straight into the page being filled when all of it
+    /// fits, else into the encoder. Returns true when it went to the
+    /// encoder but would fit an empty page (the caller ships the current
+    /// page first).
+    fn stage(&mut self, item: Item, src: &mut impl Source<P>) -> bool {
+        let parts: Multipart = match item {
+            Item::Msg(parts) => parts,
+            Item::Subscribe(t) => {
+                self.enc.push_command(&Command::Subscribe(t));
+                return false;
+            }
+            Item::Cancel(t) => {
+                self.enc.push_command(&Command::Cancel(t));
+                return false;
+            }
+        };
+        let size: usize = parts.iter().map(|p| header_len(p.len()) + p.len()).sum();
+        let room = self.limit.saturating_sub(self.seal_room);
+        let page_len = self.filling.as_ref().map(PageFill::len);
+        // The common case: the whole message fits the page being filled.
+        if let (Some(len), true) = (page_len, self.enc.is_empty()) {
+            if len + size <= self.limit {
+                let page = self.filling.as_mut().expect("a page being filled");
+                let last = parts.len().saturating_sub(1);
+                let mut dst = &mut page.buffer_mut()[len..len + size];
+                for (i, part) in parts.iter().enumerate() {
+                    encode_header(&mut dst, part.len(), i < last, false);
+                    dst.put_slice(part);
+                }
+                fabriq_zmtp::copies::count(fabriq_zmtp::copies::Site::Page, size);
+                page.set_len(len + size);
+                return false;
+            }
+        }
+        let straddles =
+            page_len.is_some_and(|len| len > self.seal_room) && self.enc.is_empty() && size <= room;
+        let last = parts.len().saturating_sub(1);
+        let lends = parts.iter().any(|p| self.lends(p.len()));
+        for (i, part) in parts.iter().enumerate() {
+            let more = i < last;
+            if lends && self.lends(part.len()) {
+                // A frame larger than a page is lent to the peer, which
+                // reads it straight into its final buffer.
+                if let Some(rdv) = src.lend(part, more) {
+                    self.enc.push_wire(&Frame {
+                        more: false,
+                        command: true,
+                        data: rdv.encode().freeze(),
+                    });
+                    continue;
+                }
+            }
+            self.enc.push_frame(part, more);
+        }
+        straddles && !lends
+    }
+}
+
+/// A page of plain memory, for tests.
+#[cfg(test)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemPage {
+    pub buf: Vec<u8>,
+    pub len: usize,
+}
+
+#[cfg(test)]
+impl MemPage {
+    /// An empty page of `capacity` bytes.
+    pub(crate) fn new(capacity: usize) -> MemPage {
+        MemPage {
+            buf: vec![0; capacity],
+            len: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+impl PageFill for MemPage {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+    fn buffer_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+#[cfg(test)]
+impl super::rx::PageBuf for MemPage {
+    fn filled_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+    fn freeze(mut self) -> bytes::Bytes {
+        self.buf.truncate(self.len);
+        bytes::Bytes::from(self.buf)
+    }
+}

@@ -1,0 +1,156 @@
+//! Waking a receiver whose completion queues have no wait descriptor
+//! (shm on libfabric 1.17): a doorbell, a datagram socket in the
+//! abstract namespace that senders on the same host ring after they sent
+//! pages, and a shared count of the receiver's sockets that spin on the
+//! node (while it is above zero nobody needs to ring).
+//!
+//! Both are named only in READY, which goes to a peer after its
+//! handshake (and ZAP) completed. The doorbell's name is random (128
+//! bits), so it cannot be guessed; the host is named by a hash of the
+//! boot id, not the boot id itself.
+
+use std::io;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::sync::OnceLock;
+
+use fabriq_ofi::SharedCounter;
+
+/// Whether a provider's CQ wait descriptors are woken by arriving data.
+/// psm2's are not: it makes no progress while the application sleeps in
+/// epoll (ofiwg/libfabric#4600, closed "won't fix"); psm3 and opx share
+/// its progress model. `provider` is as `fi_info` names it (`a;b` for a
+/// layered one: every layer counts).
+pub(crate) fn wait_fds_wake(provider: &str) -> bool {
+    !provider
+        .split(';')
+        .any(|p| matches!(p, "psm2" | "psm3" | "opx"))
+}
+
+/// This host's tag: a hash of its boot id (16 hex digits), the same for
+/// every process of the host.
+pub(crate) fn host_tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        use std::hash::{Hash, Hasher};
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ("fabriq-host", boot.trim()).hash(&mut h);
+        format!("{:016x}", h.finish())
+    })
+}
+
+/// 128 random bits as 32 hex digits.
+pub(crate) fn random_name() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).map_err(io::Error::other)?;
+    Ok(super::wire::hex(&bytes))
+}
+
+/// Where our count of spinners is, for READY: `HOST:PID:FD`.
+pub(crate) fn spinners_at(counter: &SharedCounter) -> Option<String> {
+    let fd = counter.fd()?;
+    Some(format!("{}:{}:{fd}", host_tag(), std::process::id()))
+}
+
+/// Maps a peer's count of spinners from its READY value `HOST:PID:FD`, if
+/// it is on this host and lets us (else the peer is rung every time).
+pub(crate) fn open_spinners(at: &str) -> Option<SharedCounter> {
+    let mut parts = at.split(':');
+    let (host, pid, fd) = (parts.next()?, parts.next()?, parts.next()?);
+    if host != host_tag() || parts.next().is_some() {
+        return None;
+    }
+    let (pid, fd) = (pid.parse().ok()?, fd.parse().ok()?);
+    SharedCounter::open(pid, fd)
+        .map_err(|e| tracing::debug!("cannot map the peer's spinner count {at}: {e}"))
+        .ok()
+}
+
+/// A nonblocking datagram socket bound to a random abstract name, and
+/// the name.
+pub(crate) fn open_doorbell() -> io::Result<(UnixDatagram, String)> {
+    let name = format!("fabriq-ofi-{}", random_name()?);
+    let socket = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    socket.set_nonblocking(true)?;
+    Ok((socket, name))
+}
+
+/// Rings peers' doorbells, from one unbound socket made on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Ringer {
+    socket: OnceLock<Option<UnixDatagram>>,
+}
+
+impl Ringer {
+    /// Rings the doorbell named `name` (a peer's, from its READY).
+    /// Returns false if that cannot be done (then the control connection
+    /// carries the ring).
+    pub(crate) fn ring(&self, name: &str) -> bool {
+        // Only doorbells of ours: a peer cannot make us send to any
+        // other socket of the namespace.
+        if !name.starts_with("fabriq-ofi-") {
+            return false;
+        }
+        let Some(socket) = self.socket.get_or_init(|| {
+            let s = UnixDatagram::unbound().ok()?;
+            s.set_nonblocking(true).ok()?;
+            Some(s)
+        }) else {
+            return false;
+        };
+        let Ok(addr) = SocketAddr::from_abstract_name(name.as_bytes()) else {
+            return false;
+        };
+        match socket.send_to_addr(&[1], &addr) {
+            Ok(_) => true,
+            // A full doorbell has rings unread: its owner will wake.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            Err(_) => false,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_whose_wait_descriptors_never_wake_are_polled() {
+        assert!(wait_fds_wake("tcp;ofi_rxm"));
+        assert!(wait_fds_wake("shm"));
+        assert!(!wait_fds_wake("psm2"));
+        assert!(!wait_fds_wake("opx"));
+        assert!(!wait_fds_wake("psm3;ofi_rxd"));
+    }
+
+    /// Doorbell names are random, and only names of that form are rung.
+    #[test]
+    fn doorbells_have_unguessable_names_and_only_ours_are_rung() {
+        let (a, name_a) = open_doorbell().unwrap();
+        let (_b, name_b) = open_doorbell().unwrap();
+        assert_ne!(name_a, name_b);
+        assert_eq!(name_a.len(), "fabriq-ofi-".len() + 32);
+        let ringer = Ringer::default();
+        assert!(ringer.ring(&name_a));
+        let mut buf = [0u8; 4];
+        assert_eq!(a.recv(&mut buf).unwrap(), 1);
+        // Another socket of the namespace is never rung.
+        let name = format!("not-a-doorbell-{}", random_name().unwrap());
+        let other =
+            UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap())
+                .unwrap();
+        other.set_nonblocking(true).unwrap();
+        assert!(!ringer.ring(&name));
+        assert!(other.recv(&mut buf).is_err());
+    }
+
+    #[test]
+    fn the_host_tag_is_not_the_boot_id() {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let tag = host_tag();
+        assert_eq!(tag.len(), 16);
+        assert!(!boot.contains(tag));
+        assert_eq!(tag, host_tag());
+    }
+}

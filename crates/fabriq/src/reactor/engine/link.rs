@@ -1,0 +1,300 @@
+//! A connection's engine behind a lock, shared by its session and the
+//! socket's end of its pipe (see the engine module's documentation for
+//! the speculative paths it offers the socket's thread).
+
+use crate::pipe::{PeerIo, Queue};
+use crate::sync::{Mutex, MutexGuard};
+
+use super::super::{Clock, ReactorWaker};
+use super::Engine;
+
+/// A connection's engine behind a lock, shared by its session and the
+/// socket's end of its pipe; empty while the session has no connection.
+/// See the module documentation.
+pub(crate) struct Link {
+    engine: Mutex<Option<Box<dyn Engine>>>,
+    session: ReactorWaker,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Link({:?})", self.session)
+    }
+}
+
+impl Link {
+    pub(crate) fn new(session: ReactorWaker, clock: Clock) -> std::sync::Arc<Link> {
+        std::sync::Arc::new(Link {
+            engine: Mutex::new(None),
+            session,
+            clock,
+        })
+    }
+
+    /// The engine slot, for the session (which may wait for the socket's
+    /// thread to finish a speculative read or write).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Box<dyn Engine>>> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl PeerIo for Link {
+    fn wake(&self) {
+        self.session.wake();
+    }
+
+    fn output_ready(&self, outbound: &Queue) {
+        let written = match self.engine.try_lock() {
+            Ok(mut slot) => slot
+                .as_mut()
+                .is_some_and(|e| e.output_ready(outbound, self.clock.now())),
+            // The session holds the engine: it will write what is queued.
+            Err(_) => false,
+        };
+        if !written {
+            self.session.wake();
+        }
+    }
+
+    fn flush(&self, outbound: &Queue) -> bool {
+        // A blocking lock, unlike the speculative paths: the alternative
+        // is a dropped message, and a session that holds the engine may
+        // be descheduled in the middle of its turn (on a loaded machine
+        // that was most of the drops `try_lock` left). No deadlock: a
+        // session never waits for a socket's thread while it holds the
+        // engine, and the caller holds no queue lock.
+        let mut slot = self.lock();
+        let Some(engine) = slot.as_mut() else {
+            return false;
+        };
+        let wrote = engine.flush(outbound, self.clock.now());
+        let ended = !engine.is_active();
+        drop(slot);
+        if ended {
+            self.session.wake();
+        }
+        wrote
+    }
+
+    fn pull(&self, inbound: &Queue) -> bool {
+        let Ok(mut slot) = self.engine.try_lock() else {
+            // The session holds the engine: it is doing this very work
+            // and will wake the socket.
+            return false;
+        };
+        let Some(engine) = slot.as_mut() else {
+            return false;
+        };
+        let pulled = engine.pull(inbound, self.clock.now());
+        drop(slot);
+        if pulled.hand_over {
+            self.session.wake();
+        }
+        pulled.delivered > 0
+    }
+}
+
+/// loom models of engine ownership between the socket's thread and the
+/// I/O thread: the real [`Link`] (its `try_lock` protocol and hand-over
+/// wake-ups), the real pipe queue and socket signal, and an engine whose
+/// stream is a counter of messages waiting in the kernel. Run by
+/// `scripts/test` with `RUSTFLAGS="--cfg loom"`.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use fabriq_zmtp::Multipart;
+
+    use std::time::Instant;
+
+    use super::super::{Input, Pulled, Reads};
+    use super::*;
+    use crate::pipe::Waker;
+    use crate::signal::Signal;
+    use crate::sync::AtomicUsize;
+    use crate::sync::Ordering::SeqCst;
+
+    /// An engine whose stream holds `wire` messages; a read takes at most
+    /// `per_read` of them.
+    struct ModelEngine {
+        wire: Arc<AtomicUsize>,
+        per_read: usize,
+    }
+
+    impl Engine for ModelEngine {
+        fn ready(&mut self, _: bool, _: bool) {}
+        fn read(&mut self, inbound: Option<&Queue>, reads: Reads, _: Instant) -> (Input, usize) {
+            let mut delivered = 0;
+            for _ in 0..reads.max {
+                let took = self
+                    .wire
+                    .fetch_update(SeqCst, SeqCst, |n| Some(n - n.min(self.per_read)))
+                    .unwrap();
+                let took = took.min(self.per_read);
+                if took == 0 {
+                    return (Input::Idle, delivered);
+                }
+                // One push for what the read decoded, as StreamEngine does.
+                let mut batch: Vec<Item> = (0..took).map(|_| Item::Msg(Multipart::new())).collect();
+                inbound.unwrap().push_all(&mut batch);
+                delivered += took;
+            }
+            let more = self.wire.load(SeqCst) > 0;
+            (if more { Input::More } else { Input::Idle }, delivered)
+        }
+        fn write(
+            &mut self,
+            _: Option<&Queue>,
+            _: Option<&mut Topics>,
+            _: Instant,
+        ) -> io::Result<()> {
+            Ok(())
+        }
+        fn unsent(&self) -> usize {
+            0
+        }
+        fn is_active(&self) -> bool {
+            true
+        }
+        fn handshaken(&self) -> bool {
+            true
+        }
+        fn peer(&self) -> Option<&PeerInfo> {
+            None
+        }
+        fn peer_address(&self) -> String {
+            String::new()
+        }
+        fn subscribe(&mut self, _: &[u8]) {}
+        fn poll_timeout(&self) -> Option<Instant> {
+            None
+        }
+        fn handle_timeout(&mut self, _: Instant) -> Result<(), ProtocolError> {
+            Ok(())
+        }
+        fn end_of_input(&mut self) -> Option<ProtocolError> {
+            None
+        }
+        fn monitor_value(&self) -> u32 {
+            0
+        }
+        fn deregister(&mut self, _: &mut Poller<'_>) {}
+        fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled {
+            let reads = Reads {
+                max: 1,
+                speculative: true,
+            };
+            let (input, delivered) = self.read(Some(inbound), reads, now);
+            Pulled {
+                delivered,
+                hand_over: matches!(input, Input::More),
+            }
+        }
+        fn output_ready(&mut self, _: &Queue, _: Instant) -> bool {
+            false
+        }
+    }
+
+    struct Setup {
+        reactor: crate::reactor::Reactor,
+        link: Arc<Link>,
+        wire: Arc<AtomicUsize>,
+        /// The socket's signal and the queue it reads from this peer.
+        signal: Arc<Signal>,
+        inbound: Arc<Queue>,
+    }
+
+    fn setup(wire_holds: usize, per_read: usize) -> Setup {
+        let (reactor, _loop) =
+            crate::reactor::Reactor::unstarted(Clock::default()).expect("a reactor");
+        let link = Link::new(reactor.reactor_waker(1), Clock::default());
+        let wire = Arc::new(AtomicUsize::new(wire_holds));
+        *link.lock() = Some(Box::new(ModelEngine {
+            wire: wire.clone(),
+            per_read,
+        }));
+        let signal = Arc::new(Signal::new().unwrap());
+        let inbound = Queue::new(0, Waker::Socket(signal.clone()), Waker::Peer(link.clone()));
+        Setup {
+            reactor,
+            link,
+            wire,
+            signal,
+            inbound,
+        }
+    }
+
+    /// The session (I/O thread) reads what arrived while the socket's
+    /// thread tries to read it first: whoever gets the engine, the
+    /// message reaches the socket, or the socket's signal is up.
+    #[test]
+    fn a_message_is_read_by_one_thread_and_never_stranded() {
+        loom::model(|| {
+            let s = setup(0, 1);
+            let session = {
+                let (link, wire, inbound) = (s.link.clone(), s.wire.clone(), s.inbound.clone());
+                loom::thread::spawn(move || {
+                    // The peer's bytes arrive; the poller reports them and
+                    // the session runs a turn.
+                    wire.fetch_add(1, SeqCst);
+                    let mut slot = link.lock();
+                    let engine = slot.as_mut().unwrap();
+                    let reads = Reads {
+                        max: 4,
+                        speculative: false,
+                    };
+                    engine.read(Some(&inbound), reads, Instant::now());
+                })
+            };
+            // The socket: look, read on this thread if it may (with the
+            // queue's wake-up withdrawn, as `PipeEnd::pull` does), look
+            // again (which re-arms it), then sleep.
+            s.signal.clear();
+            let got = s.inbound.pop().is_some() || {
+                s.inbound.stop_waiting();
+                let _ = PeerIo::pull(&*s.link, &s.inbound);
+                s.inbound.pop().is_some()
+            };
+            session.join().unwrap();
+            if !got {
+                assert!(
+                    s.signal.would_wake(),
+                    "the socket sleeps while its message waits"
+                );
+            }
+            drop(s.reactor);
+        });
+    }
+
+    /// A speculative read that leaves messages behind (its read budget
+    /// ran out) hands the rest to the session: the session is woken.
+    #[test]
+    fn a_read_left_unfinished_on_the_socket_thread_wakes_the_session() {
+        loom::model(|| {
+            let s = setup(2, 1);
+            let session = {
+                let (link, inbound) = (s.link.clone(), s.inbound.clone());
+                loom::thread::spawn(move || {
+                    // A session turn that may run before or after the pull.
+                    if let Ok(mut slot) = link.engine.try_lock() {
+                        let reads = Reads {
+                            max: 4,
+                            speculative: false,
+                        };
+                        slot.as_mut()
+                            .unwrap()
+                            .read(Some(&inbound), reads, Instant::now());
+                    }
+                })
+            };
+            let _ = PeerIo::pull(&*s.link, &s.inbound);
+            session.join().unwrap();
+            if s.wire.load(SeqCst) > 0 {
+                let woken = s.reactor.shared.lock().ready.contains(&1);
+                assert!(woken, "messages left on the wire and nobody told");
+            }
+            drop(s.reactor);
+        });
+    }
+}

@@ -1,0 +1,70 @@
+//! Which engine a connection gets: the data path (byte stream or fabric)
+//! by the socket type, and what the socket's thread may write for it.
+//! The one place that decides [`SocketWrites`] for every engine.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use fabriq_zmtp::{Connection, SocketType};
+use mio::Token;
+
+use crate::options::Options;
+use crate::spin::Spin;
+use crate::transport::{DataPath, Poller, Stream};
+
+use super::fabric::FabricEngine;
+use super::raw::RawEngine;
+use super::{Engine, SocketWrites, StreamEngine};
+
+/// What the socket's thread may write for a connection of `socket_type`:
+/// lock-step REQ and REP write each message when the wire is idle,
+/// subscribers never (the session records their subscriptions), every
+/// other type when its pipe to the peer is full.
+pub(crate) fn socket_writes(socket_type: SocketType) -> SocketWrites {
+    match socket_type {
+        SocketType::Req | SocketType::Rep => SocketWrites::WhenIdle,
+        t if t.is_subscriber() => SocketWrites::Never,
+        _ => SocketWrites::WhenFull,
+    }
+}
+
+/// The engine for a connected `stream` of a `socket_type` socket with
+/// `opts`, on
+/// `data_path`. A fabric engine joins (or opens) its I/O thread's node
+/// through `poller`.
+#[allow(clippy::too_many_arguments)] // what a connection starts from
+pub(crate) fn make_engine(
+    data_path: &DataPath,
+    socket_type: SocketType,
+    stream: Box<dyn Stream>,
+    opts: &Options,
+    spin: &Arc<Spin>,
+    token: Token,
+    poller: &mut Poller<'_>,
+    now: Instant,
+) -> Result<Box<dyn Engine>, String> {
+    let config = opts.zmtp_config(socket_type);
+    match data_path {
+        DataPath::Stream if socket_type == SocketType::Stream => {
+            Ok(Box::new(RawEngine::new(stream)))
+        }
+        DataPath::Stream => {
+            let conn = Connection::new(config, now).map_err(|e| e.to_string())?;
+            let writes = socket_writes(socket_type);
+            Ok(Box::new(StreamEngine::new(stream, conn, writes)))
+        }
+        DataPath::Fabric { provider } => {
+            let engine = FabricEngine::start(
+                stream,
+                config,
+                provider.as_deref(),
+                opts,
+                spin,
+                token,
+                poller,
+                now,
+            )?;
+            Ok(Box::new(engine))
+        }
+    }
+}
