@@ -102,18 +102,21 @@ impl PeerIo for Link {
 /// `scripts/test` with `RUSTFLAGS="--cfg loom"`.
 #[cfg(all(test, loom))]
 mod loom_models {
+    use std::io;
     use std::sync::Arc;
-
-    use fabriq_zmtp::Multipart;
-
     use std::time::Instant;
+
+    use fabriq_zmtp::{Multipart, PeerInfo, ProtocolError};
 
     use super::super::{Input, Pulled, Reads};
     use super::*;
+    use crate::pipe::Item;
     use crate::pipe::Waker;
     use crate::signal::Signal;
     use crate::sync::AtomicUsize;
     use crate::sync::Ordering::SeqCst;
+    use crate::topics::Topics;
+    use crate::transport::Poller;
 
     /// An engine whose stream holds `wire` messages; a read takes at most
     /// `per_read` of them.

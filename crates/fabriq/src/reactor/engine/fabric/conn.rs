@@ -272,7 +272,7 @@ impl<L> Flow<L> {
     }
 
     /// Frames lent and not read yet.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn lent_frames(&self) -> usize {
         self.lent.len()
     }

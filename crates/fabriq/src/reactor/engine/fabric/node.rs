@@ -464,7 +464,7 @@ impl Node {
     }
 
     /// Pages no connection claimed since the node opened.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn unclaimed(&self) -> u64 {
         self.lock().unclaimed
     }

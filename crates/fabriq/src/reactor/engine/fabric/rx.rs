@@ -107,7 +107,7 @@ impl<P: PageBuf> Inbox<P> {
     }
 
     /// Pages the peer may still send.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn allowance(&self) -> u32 {
         self.allowance
     }
@@ -216,7 +216,7 @@ impl<P: PageBuf> Inbox<P> {
     }
 
     /// Why the connection must end, if it must.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn failed(&self) -> Option<&str> {
         self.failed.as_deref()
     }

@@ -316,14 +316,14 @@ impl<P: PageFill> Outbox<P> {
 }
 
 /// A page of plain memory, for tests.
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MemPage {
     pub buf: Vec<u8>,
     pub len: usize,
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 impl MemPage {
     /// An empty page of `capacity` bytes.
     pub(crate) fn new(capacity: usize) -> MemPage {
@@ -334,7 +334,7 @@ impl MemPage {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 impl PageFill for MemPage {
     fn len(&self) -> usize {
         self.len
@@ -347,7 +347,7 @@ impl PageFill for MemPage {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 impl super::rx::PageBuf for MemPage {
     fn filled_mut(&mut self) -> &mut [u8] {
         &mut self.buf[..self.len]
