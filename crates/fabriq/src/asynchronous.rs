@@ -77,8 +77,12 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use crate::error::{err, fail, Error, Result};
+use crate::flags::{DONTWAIT, SNDMORE};
+use crate::message::Message;
+use crate::monitor::SocketEvent;
 use crate::signal::Signal;
-use crate::{Message, Socket, SocketEvent, DONTWAIT, SNDMORE};
+use crate::socket::Socket;
+use crate::socket_type::SocketType;
 
 /// A multipart message as the async API receives it: its frames in order
 /// (each frame's [`Message::get_more`] says whether another follows).
@@ -926,7 +930,7 @@ impl Socket {
     /// already connected to it, so no event after this call is missed. It
     /// ends any earlier monitor of the socket.
     pub fn monitor_stream(&self, events: i32) -> Result<MonitorStream> {
-        let pair = AsyncSocket::new(self.context().socket(crate::PAIR)?)?;
+        let pair = AsyncSocket::new(self.context().socket(SocketType::PAIR)?)?;
         let endpoint = format!(
             "inproc://fabriq-monitor-stream-{}",
             NEXT_MONITOR.fetch_add(1, Ordering::Relaxed)

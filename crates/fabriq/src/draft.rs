@@ -6,37 +6,10 @@
 use fabriq_zmtp::SocketType as ZmtpType;
 
 use crate::error::{err, Error, Result};
+use crate::flags::SNDMORE;
 use crate::message::Message;
-use crate::pattern::{parse_routing_id, routing_id_frame};
+use crate::pattern::routing_id_frame;
 use crate::socket::Socket;
-use crate::SNDMORE;
-
-/// Takes the routing id (SERVER) or group (DISH) frame off the front of
-/// a received message.
-pub(crate) fn take_prefix(
-    ty: ZmtpType,
-    frames: &mut fabriq_zmtp::Multipart,
-) -> Option<fabriq_zmtp::Part> {
-    match ty {
-        ZmtpType::Server | ZmtpType::Peer | ZmtpType::Dish if frames.len() == 2 => {
-            Some(frames.remove(0))
-        }
-        _ => None,
-    }
-}
-
-/// Puts a prefix taken by [`take_prefix`] on the received message.
-pub(crate) fn apply_prefix(ty: ZmtpType, msg: &mut Message, prefix: fabriq_zmtp::Part) {
-    match ty {
-        ZmtpType::Server | ZmtpType::Peer => {
-            if let Some(id) = parse_routing_id(&prefix) {
-                msg.set_routing_id_raw(id);
-            }
-        }
-        ZmtpType::Dish => msg.set_group_raw(prefix.into_bytes()),
-        _ => {}
-    }
-}
 
 impl Socket {
     /// Sends one message on a draft socket: refuses `SNDMORE` (EINVAL, as

@@ -19,13 +19,15 @@ use fabriq_zmtp::{Multipart, Part, SocketType as ZmtpType};
 use crate::context::Context;
 use crate::endpoint::{Endpoint, Role};
 use crate::error::{err, fail, Error, Result};
+use crate::flags::{DONTWAIT, SNDMORE};
+use crate::inproc::PipeOptions;
 use crate::mailbox::Mailbox;
 use crate::message::{Message, Metadata};
 use crate::monitor::Event;
 use crate::options::{check_identity, in_range, Options};
 use crate::pattern::{self, Pattern, Received};
 use crate::signal::Signal;
-use crate::{SocketType, DONTWAIT, SNDMORE};
+use crate::socket_type::SocketType;
 
 static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -359,7 +361,8 @@ impl Socket {
                 })?;
             let mut frames = received.msg;
             if self.shared.socket_type.is_draft() {
-                core.draft_prefix = crate::draft::take_prefix(self.shared.socket_type, &mut frames);
+                core.draft_prefix =
+                    crate::pattern::take_prefix(self.shared.socket_type, &mut frames);
             }
             if frames.len() == 1 {
                 // The common single-frame message skips the inbox.
@@ -381,7 +384,7 @@ impl Socket {
         *msg = Message::from_parts(data, more, meta);
         if self.shared.socket_type.is_draft() {
             if let Some(prefix) = self.core().draft_prefix.take() {
-                crate::draft::apply_prefix(self.shared.socket_type, msg, prefix);
+                crate::pattern::apply_prefix(self.shared.socket_type, msg, prefix);
             }
         }
         Ok(())
@@ -451,7 +454,12 @@ impl Socket {
         let mut core = self.core();
         let (resolved, attachment) = match &parsed {
             Endpoint::Inproc(name) => {
-                crate::inproc::bind(&self.ctx.inner.inproc, &self.shared, &core.opts, name)?;
+                crate::inproc::bind(
+                    &self.ctx.inner.inproc,
+                    &self.shared,
+                    &inproc_options(&core.opts),
+                    name,
+                )?;
                 (
                     endpoint.to_string(),
                     Attachment::InprocBind { name: name.clone() },
@@ -512,8 +520,12 @@ impl Socket {
         let core = &mut *core;
         let attachment = match &parsed {
             Endpoint::Inproc(name) => {
-                let pipe =
-                    crate::inproc::connect(&self.ctx.inner.inproc, &self.shared, &core.opts, name);
+                let pipe = crate::inproc::connect(
+                    &self.ctx.inner.inproc,
+                    &self.shared,
+                    &inproc_options(&core.opts),
+                    name,
+                );
                 let id = pipe.id;
                 let Core { pattern, opts, .. } = core;
                 pattern.attach(pipe, opts);
@@ -955,6 +967,17 @@ impl Socket {
             .metadata
             .push(name, Bytes::copy_from_slice(value))
             .map_err(|e| fail(Error::EINVAL, e.to_string()))
+    }
+}
+
+/// What inproc pipes take of a socket's options.
+fn inproc_options(opts: &Options) -> PipeOptions {
+    PipeOptions {
+        sndhwm: Options::hwm(opts.sndhwm),
+        rcvhwm: Options::hwm(opts.rcvhwm),
+        conflate: opts.conflate,
+        probe_router: opts.probe_router,
+        identity: opts.identity.clone(),
     }
 }
 
@@ -1455,7 +1478,7 @@ impl Drop for Socket {
 
 impl Context {
     /// A new socket of the given type.
-    pub fn socket(&self, socket_type: crate::SocketType) -> Result<Socket> {
+    pub fn socket(&self, socket_type: SocketType) -> Result<Socket> {
         if self.is_terminated() {
             return err(Error::ETERM, "the context was terminated");
         }
