@@ -42,6 +42,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+use subtle::ConstantTimeEq;
+
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::flags::DONTWAIT;
@@ -287,7 +289,9 @@ impl Policy {
         };
         let user = String::from_utf8_lossy(user);
         match table.get(user.as_ref()) {
-            Some(p) if p.as_bytes() == &password[..] => (true, "OK"),
+            // Constant time: how long the check takes tells nothing of
+            // how much of the password was right.
+            Some(p) if bool::from(p.as_bytes().ct_eq(&password[..])) => (true, "OK"),
             Some(_) => (false, "Invalid password"),
             None => (false, "Invalid username"),
         }
@@ -428,6 +432,12 @@ mod tests {
         assert_eq!((&ok[2][..], &ok[4][..]), (&b"200"[..], &b"admin"[..]));
         let wrong = request("10.0.0.1", "PLAIN", &[b"admin", b"guess"]);
         assert_eq!(p.decide(&wrong)[3], b"Invalid password");
+        // Shorter, longer, empty: refused too (compared in constant time,
+        // lengths apart).
+        for guess in [&b"secre"[..], b"secret!", b""] {
+            let near = request("10.0.0.1", "PLAIN", &[b"admin", guess]);
+            assert_eq!(p.decide(&near)[3], b"Invalid password");
+        }
         p.deny.insert("10.0.0.1".parse().unwrap());
         assert_eq!(p.decide(&plain)[3], b"Address is blacklisted");
         p.allow.insert("10.0.0.2".parse().unwrap());
