@@ -28,7 +28,6 @@
 #![warn(missing_docs)]
 
 mod context;
-mod draft;
 mod endpoint;
 mod error;
 mod flags;

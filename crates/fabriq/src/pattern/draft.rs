@@ -17,12 +17,12 @@
 //!   `[group, body]` and keeps only the groups it joined.
 //!
 //! What every single-part type receives as a multipart message is dropped,
-//! as libzmq does. Sending multipart is refused above, in `draft.rs`.
+//! as libzmq does. Sending multipart is refused above, in `socket/draft.rs`.
 //!
 //! SERVER and DISH hand the socket a two-frame message, routing id (4
-//! bytes, big endian) or group first; the socket turns it into a
-//! [`crate::Message`] with `routing_id` / `group` set. SERVER and RADIO
-//! take the same shape to send.
+//! bytes, big endian) or group first; [`take_prefix`] and
+//! [`apply_prefix`] turn it into a [`Message`] with `routing_id` /
+//! `group` set. SERVER and RADIO take the same shape to send.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,15 +1,17 @@
 //! The socket side of libzmq's draft socket types (CLIENT, SERVER, RADIO,
-//! DISH, SCATTER, GATHER, CHANNEL): single-part sends, routing ids and
-//! groups moved between [`Message`] and the two-frame shape the patterns
-//! use (`pattern/draft.rs`), and DISH's `join`/`leave`.
+//! DISH, SCATTER, GATHER, CHANNEL, PEER, DGRAM): single-part sends, with
+//! SERVER's routing id or RADIO's group taken from the [`Message`] into
+//! the two-frame shape the patterns use (`pattern/draft.rs`, which also
+//! turns received ones back), DGRAM's two-frame sends, PEER's
+//! `connect_peer` and DISH's `join`/`leave`.
 
 use fabriq_zmtp::SocketType as ZmtpType;
 
+use super::Socket;
 use crate::error::{err, Error, Result};
 use crate::flags::SNDMORE;
 use crate::message::Message;
 use crate::pattern::routing_id_frame;
-use crate::socket::Socket;
 
 impl Socket {
     /// Sends one message on a draft socket: refuses `SNDMORE` (EINVAL, as
