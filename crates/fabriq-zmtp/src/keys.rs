@@ -83,8 +83,11 @@ impl CurveSecretKey {
         CurvePublicKey(*self.to_box_key().public_key().as_bytes())
     }
 
+    /// The key for `crypto_box`, made from a copy that is zeroed when
+    /// dropped (`from_bytes` takes the bytes by value).
     pub(crate) fn to_box_key(&self) -> crypto_box::SecretKey {
-        crypto_box::SecretKey::from_bytes(self.0)
+        let copy = Zeroizing::new(self.0);
+        crypto_box::SecretKey::from_bytes(*copy)
     }
 }
 

@@ -42,7 +42,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crate::{Context, Error, Result, Socket};
+use subtle::ConstantTimeEq;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::flags::DONTWAIT;
+use crate::keys::z85_encode;
+use crate::poll::{poll, POLLIN};
+use crate::socket::Socket;
+use crate::socket_type::SocketType;
 
 /// Which CURVE clients a domain lets in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,12 +94,12 @@ impl Authenticator {
     pub fn start(ctx: &Context) -> Result<Authenticator> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let handler = ctx.socket(crate::REP)?;
+        let handler = ctx.socket(SocketType::REP)?;
         handler.set_linger(0)?;
         handler.bind(&format!("inproc://{}", crate::zap::HANDLER_NAME))?;
-        let control = ctx.socket(crate::PAIR)?;
+        let control = ctx.socket(SocketType::PAIR)?;
         control.bind(&format!("inproc://{}", control_name(id)))?;
-        let stopper = ctx.socket(crate::PAIR)?;
+        let stopper = ctx.socket(SocketType::PAIR)?;
         stopper.connect(&format!("inproc://{}", control_name(id)))?;
         let policy = Arc::new(Mutex::new(Policy::default()));
         let shared = policy.clone();
@@ -173,17 +181,14 @@ impl Drop for Authenticator {
 /// context is terminated.
 fn serve(handler: Socket, control: Socket, policy: Arc<Mutex<Policy>>) {
     loop {
-        let mut items = [
-            handler.as_poll_item(crate::POLLIN),
-            control.as_poll_item(crate::POLLIN),
-        ];
-        if crate::poll(&mut items, -1).is_err() || items[1].is_readable() {
+        let mut items = [handler.as_poll_item(POLLIN), control.as_poll_item(POLLIN)];
+        if poll(&mut items, -1).is_err() || items[1].is_readable() {
             return;
         }
         if !items[0].is_readable() {
             continue;
         }
-        let request = match handler.recv_multipart(crate::DONTWAIT) {
+        let request = match handler.recv_multipart(DONTWAIT) {
             Ok(r) => r,
             Err(Error::EAGAIN) => continue,
             Err(_) => return,
@@ -257,9 +262,7 @@ impl Policy {
                 b"CURVE" => {
                     (allowed, reason) = self.curve(&domain, credentials);
                     if allowed {
-                        user = crate::z85_encode(&credentials[0])
-                            .unwrap_or_default()
-                            .into_bytes();
+                        user = z85_encode(&credentials[0]).unwrap_or_default().into_bytes();
                     }
                 }
                 _ => (allowed, reason) = (false, "Unsupported mechanism"),
@@ -286,7 +289,9 @@ impl Policy {
         };
         let user = String::from_utf8_lossy(user);
         match table.get(user.as_ref()) {
-            Some(p) if p.as_bytes() == &password[..] => (true, "OK"),
+            // Constant time: how long the check takes tells nothing of
+            // how much of the password was right.
+            Some(p) if bool::from(p.as_bytes().ct_eq(&password[..])) => (true, "OK"),
             Some(_) => (false, "Invalid password"),
             None => (false, "Invalid username"),
         }
@@ -427,6 +432,12 @@ mod tests {
         assert_eq!((&ok[2][..], &ok[4][..]), (&b"200"[..], &b"admin"[..]));
         let wrong = request("10.0.0.1", "PLAIN", &[b"admin", b"guess"]);
         assert_eq!(p.decide(&wrong)[3], b"Invalid password");
+        // Shorter, longer, empty: refused too (compared in constant time,
+        // lengths apart).
+        for guess in [&b"secre"[..], b"secret!", b""] {
+            let near = request("10.0.0.1", "PLAIN", &[b"admin", guess]);
+            assert_eq!(p.decide(&near)[3], b"Invalid password");
+        }
         p.deny.insert("10.0.0.1".parse().unwrap());
         assert_eq!(p.decide(&plain)[3], b"Address is blacklisted");
         p.allow.insert("10.0.0.2".parse().unwrap());

@@ -234,6 +234,7 @@ impl Drop for ContextInner {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::socket_type::SocketType;
 
     /// The names of this process's threads.
     fn thread_names() -> Vec<String> {
@@ -250,7 +251,7 @@ mod tests {
     fn each_bind_and_connect_goes_to_the_least_loaded_io_thread() {
         let ctx = Context::new();
         ctx.set_io_threads(3).unwrap();
-        let pull = ctx.socket(crate::PULL).unwrap();
+        let pull = ctx.socket(SocketType::PULL).unwrap();
         pull.bind("tcp://127.0.0.1:*").unwrap();
         let ep = pull.get_last_endpoint().unwrap().unwrap();
         let loads = |ctx: &Context| -> Vec<usize> {
@@ -259,7 +260,7 @@ mod tests {
         assert_eq!(loads(&ctx).iter().sum::<usize>(), 1, "{:?}", loads(&ctx));
         let pushes: Vec<_> = (0..2)
             .map(|_| {
-                let push = ctx.socket(crate::PUSH).unwrap();
+                let push = ctx.socket(SocketType::PUSH).unwrap();
                 push.connect(&ep).unwrap();
                 push
             })
@@ -286,11 +287,11 @@ mod tests {
     fn without_io_threads_only_inproc_works() {
         let ctx = Context::new();
         ctx.set_io_threads(0).unwrap();
-        let s = ctx.socket(crate::PULL).unwrap();
+        let s = ctx.socket(SocketType::PULL).unwrap();
         assert_eq!(s.bind("tcp://127.0.0.1:*"), Err(Error::EMTHREAD));
         assert_eq!(s.connect("ipc://@fabriq-no-io"), Err(Error::EMTHREAD));
         s.bind("inproc://fabriq-no-io").unwrap();
-        let p = ctx.socket(crate::PUSH).unwrap();
+        let p = ctx.socket(SocketType::PUSH).unwrap();
         p.connect("inproc://fabriq-no-io").unwrap();
         p.send("x", 0).unwrap();
         assert_eq!(s.recv_bytes(0).unwrap(), b"x");

@@ -16,7 +16,7 @@ pub use crate::reactor::wire::{
 /// [`Socket::bind`](crate::Socket::bind) and
 /// [`Socket::connect`](crate::Socket::connect) do before any I/O. On
 /// success, the scheme and the address after `://`.
-pub fn parse_endpoint(text: &str, bind: bool) -> crate::Result<(String, String)> {
+pub fn parse_endpoint(text: &str, bind: bool) -> crate::error::Result<(String, String)> {
     use crate::endpoint::{Endpoint, Role};
     let role = if bind { Role::Bind } else { Role::Connect };
     Ok(match Endpoint::parse(text, role)? {

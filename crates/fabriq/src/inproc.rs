@@ -8,18 +8,33 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
+use bytes::Bytes;
+
 use crate::error::{err, Error, Result};
 use crate::mailbox::Mailbox;
-use crate::options::Options;
 use crate::pipe::{next_pipe_id, PeerMeta, PipeEnd, PipeId, Queue, Waker};
 use crate::signal::Signal;
+
+/// What inproc pipes take of a socket's options (`options.rs`): the
+/// high-water marks, conflation, ROUTER's probe, and the routing id the
+/// peer sees.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PipeOptions {
+    /// The send high-water mark in messages, 0 for none.
+    pub sndhwm: usize,
+    /// The receive high-water mark in messages, 0 for none.
+    pub rcvhwm: usize,
+    pub conflate: bool,
+    pub probe_router: bool,
+    pub identity: Bytes,
+}
 
 /// Who sits at the bound end of a name.
 #[derive(Clone)]
 pub(crate) enum Binder {
     Socket {
         socket: Arc<Mailbox>,
-        opts: Box<Options>,
+        opts: Box<PipeOptions>,
     },
     /// A socket monitor's event sink.
     Monitor(Arc<crate::monitor::Sink>),
@@ -32,7 +47,7 @@ struct Pending {
     /// Where the binder's wake-up signal goes once it exists.
     binder_signal: Arc<OnceLock<Arc<Signal>>>,
     connector: Arc<Mailbox>,
-    connector_opts: Options,
+    connector_opts: PipeOptions,
 }
 
 /// The inproc names of one context: a cheap handle, shared by the context,
@@ -72,8 +87,7 @@ fn registry(reg: &Registry) -> MutexGuard<'_, Names> {
 
 /// Queue bound for one direction: the sender's SNDHWM plus the receiver's
 /// RCVHWM (as libzmq sizes inproc pipes); 0 if either is unlimited.
-fn combined_hwm(sndhwm: i32, rcvhwm: i32) -> usize {
-    let (s, r) = (Options::hwm(sndhwm), Options::hwm(rcvhwm));
+fn combined_hwm(s: usize, r: usize) -> usize {
     if s == 0 || r == 0 {
         0
     } else {
@@ -84,7 +98,7 @@ fn combined_hwm(sndhwm: i32, rcvhwm: i32) -> usize {
 pub(crate) fn bind(
     reg: &Registry,
     socket: &Arc<Mailbox>,
-    opts: &Options,
+    opts: &PipeOptions,
     name: &str,
 ) -> Result<()> {
     bind_binder(
@@ -156,7 +170,7 @@ pub(crate) fn unbind(reg: &Registry, name: &str) {
 pub(crate) fn connect(
     reg: &Registry,
     socket: &Arc<Mailbox>,
-    opts: &Options,
+    opts: &PipeOptions,
     name: &str,
 ) -> PipeEnd {
     let mut reg = registry(reg);

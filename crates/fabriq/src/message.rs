@@ -10,6 +10,8 @@ use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::copies::{self, Site};
 use fabriq_zmtp::{Part, Properties};
 
+use crate::error::{err, Error, Result};
+
 /// One message frame. Multipart messages are several `Message`s, the
 /// earlier ones with [`Message::get_more`] set.
 ///
@@ -185,9 +187,9 @@ impl Message {
     /// Sets the routing id a SERVER sends this message to
     /// (`zmq_msg_set_routing_id`): `EINVAL` for 0, which libzmq never
     /// gives a peer.
-    pub fn set_routing_id(&mut self, routing_id: u32) -> crate::Result<()> {
+    pub fn set_routing_id(&mut self, routing_id: u32) -> Result<()> {
         if routing_id == 0 {
-            return crate::error::err(crate::Error::EINVAL, "routing id 0 is never a peer's");
+            return err(Error::EINVAL, "routing id 0 is never a peer's");
         }
         self.routing_id = routing_id;
         Ok(())
@@ -227,10 +229,10 @@ impl Message {
     /// assert_eq!(got.group(), Some("weather"));
     /// assert_eq!(got.as_str(), Some("warm"));
     /// ```
-    pub fn set_group(&mut self, group: &str) -> crate::Result<()> {
+    pub fn set_group(&mut self, group: &str) -> Result<()> {
         if group.len() > GROUP_MAX_LENGTH {
-            return crate::error::err(
-                crate::Error::EINVAL,
+            return err(
+                Error::EINVAL,
                 "a group is at most 255 bytes (ZMQ_GROUP_MAX_LENGTH)",
             );
         }

@@ -13,6 +13,76 @@ use fabriq_zmtp::{Multipart, ProtocolError};
 use crate::pipe::{Item, PipeEnd};
 use crate::signal::Signal;
 
+/// Socket monitor events, with libzmq's numbers.
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    /// A connect succeeded.
+    CONNECTED = 0x0001,
+    /// A connect is in progress.
+    CONNECT_DELAYED = 0x0002,
+    /// A reconnect is scheduled (value: the interval in ms).
+    CONNECT_RETRIED = 0x0004,
+    /// A bind succeeded.
+    LISTENING = 0x0008,
+    /// A bind failed.
+    BIND_FAILED = 0x0010,
+    /// A connection was accepted.
+    ACCEPTED = 0x0020,
+    /// An accept failed.
+    ACCEPT_FAILED = 0x0040,
+    /// A listener was closed.
+    CLOSED = 0x0080,
+    /// Closing failed.
+    CLOSE_FAILED = 0x0100,
+    /// A connection ended.
+    DISCONNECTED = 0x0200,
+    /// Monitoring stopped.
+    MONITOR_STOPPED = 0x0400,
+    /// A handshake failed without detail (value: errno).
+    HANDSHAKE_FAILED_NO_DETAIL = 0x0800,
+    /// A ZMTP handshake succeeded.
+    HANDSHAKE_SUCCEEDED = 0x1000,
+    /// A handshake failed on a protocol error (value: the error code).
+    HANDSHAKE_FAILED_PROTOCOL = 0x2000,
+    /// A handshake failed authentication.
+    HANDSHAKE_FAILED_AUTH = 0x4000,
+    /// Every event.
+    ALL = 0xFFFF,
+}
+
+impl SocketEvent {
+    /// The event number.
+    pub fn to_raw(self) -> u16 {
+        self as u16
+    }
+
+    /// The event for a number (`ALL` for unknown numbers).
+    pub fn from_raw(raw: u16) -> SocketEvent {
+        use SocketEvent::*;
+        [
+            CONNECTED,
+            CONNECT_DELAYED,
+            CONNECT_RETRIED,
+            LISTENING,
+            BIND_FAILED,
+            ACCEPTED,
+            ACCEPT_FAILED,
+            CLOSED,
+            CLOSE_FAILED,
+            DISCONNECTED,
+            MONITOR_STOPPED,
+            HANDSHAKE_FAILED_NO_DETAIL,
+            HANDSHAKE_SUCCEEDED,
+            HANDSHAKE_FAILED_PROTOCOL,
+            HANDSHAKE_FAILED_AUTH,
+        ]
+        .into_iter()
+        .find(|e| e.to_raw() == raw)
+        .unwrap_or(ALL)
+    }
+}
+
 /// The events, with libzmq's numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u16)]

@@ -14,7 +14,7 @@ use zeroize::Zeroizing;
 
 use crate::error::{err, Error, Result};
 use crate::inproc::WeakRegistry;
-use crate::Mechanism;
+use crate::mechanism::Mechanism;
 
 /// Bytes asked for per read when no large frame is arriving: enough to
 /// batch many small messages per system call, small enough that preparing

@@ -4,9 +4,9 @@
 //! socket pauses, resumes and stops.
 
 use crate::error::{err, Error, Result};
+use crate::flags::{DONTWAIT, SNDMORE};
 use crate::poll::{poll, PollEvents, POLLIN};
 use crate::socket::Socket;
-use crate::{DONTWAIT, SNDMORE};
 
 /// Forwards messages both ways between `frontend` and `backend` until an
 /// error (for example `ETERM` when the context is destroyed).

@@ -31,8 +31,8 @@ use fabriq_zmtp::z85::{self, Z85Error};
 use zeroize::Zeroizing;
 
 use crate::error::{err, Error, Result};
+use crate::mechanism::Mechanism;
 use crate::socket::Socket;
-use crate::Mechanism;
 
 /// A CURVE key option value: 32 bytes, or 40 (or 41 with a trailing NUL)
 /// characters of Z85, as libzmq's `set_curve_key` takes it.
@@ -306,8 +306,8 @@ impl Socket {
 }
 
 fn no_gssapi<T>() -> Result<T> {
-    crate::error::err(
-        crate::Error::EINVAL,
+    err(
+        Error::EINVAL,
         "GSSAPI is not built into fabriq (has(\"gssapi\") is false)",
     )
 }

@@ -101,7 +101,7 @@ pub(crate) struct Signal {
     dirty: AtomicBool,
     /// How many clears took a count: lets the async API see that an
     /// operation swallowed a wake-up another waiter on the same socket may
-    /// need (see `asynchronous.rs`). A plain counter, outside the protocol
+    /// need (see `asynchronous/shared.rs`). A plain counter, outside the protocol
     /// (so not modelled by loom), bumped only after a successful read.
     takes: std::sync::atomic::AtomicU64,
     /// Ids of the pipes whose writers woke the socket for an item since

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::{err, Error, Result};
+use crate::flags::DONTWAIT;
 use crate::message::Message;
 use crate::poll::{PollEvents, POLLIN, POLLOUT};
 use crate::signal::Signal;
 use crate::socket::Socket;
 use crate::turns::Turns;
-use crate::DONTWAIT;
 
 /// A socket of a thread-safe draft type that any number of threads may
 /// use at once through `&ThreadSafeSocket` (share it in an `Arc`), as

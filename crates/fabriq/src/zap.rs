@@ -22,9 +22,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use fabriq_zmtp::{AuthReply, AuthRequest, Multipart, Part, PeerInfo, Properties, ProtocolError};
 
+use crate::mechanism::Mechanism;
 use crate::options::Options;
 use crate::pipe::{Item, PeerIo, PipeEnd, Queue, Waker};
-use crate::Mechanism;
 
 /// The inproc name ZAP handlers bind (without `inproc://`).
 pub(crate) const HANDLER_NAME: &str = "zeromq.zap.01";

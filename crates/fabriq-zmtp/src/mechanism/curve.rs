@@ -139,6 +139,73 @@ fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(n)
 }
 
+/// The u-coordinates of small order on Curve25519 and its twist, as
+/// libsodium lists them (`has_small_order`, crypto_scalarmult/curve25519/
+/// ref10): 0 (order 4), 1 (order 1), two points of order 8, p-1 (order
+/// 2), p (0 again) and p+1 (1 again).
+const SMALL_ORDER: [[u8; 32]; 7] = [
+    [0; 32],
+    [
+        1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0,
+    ],
+    [
+        0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4,
+        0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49,
+        0xb8, 0x00,
+    ],
+    [
+        0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef,
+        0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f,
+        0x11, 0x57,
+    ],
+    [
+        0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0x7f,
+    ],
+    [
+        0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0x7f,
+    ],
+    [
+        0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0x7f,
+    ],
+];
+
+/// Whether `key` is one of [`SMALL_ORDER`] (its top bit ignored, as X25519
+/// ignores it), in constant time. X25519 with such a key gives a shared
+/// secret anyone can compute: all zeros in libsodium, whose `crypto_box`
+/// then refuses it; the reduced scalar of `crypto_box` (the crate) gives
+/// another small-order point, as guessable.
+fn has_small_order(key: &[u8; 32]) -> bool {
+    let mut masked = *key;
+    masked[31] &= 0x7f;
+    SMALL_ORDER
+        .iter()
+        .fold(subtle::Choice::from(0), |found, bad| {
+            found | masked.ct_eq(bad)
+        })
+        .into()
+}
+
+/// The box between a peer's `public` key and our `secret` one, refused
+/// when the public key is of small order (libsodium's
+/// `crypto_box_beforenm`); `whose` names the key in the error.
+fn salsa_box(
+    public: &PublicKey,
+    secret: &SecretKey,
+    whose: &'static str,
+) -> Result<SalsaBox, ProtocolError> {
+    if has_small_order(public.as_bytes()) {
+        return Err(crypto(whose));
+    }
+    Ok(SalsaBox::new(public, secret))
+}
+
 fn public(bytes: &[u8]) -> PublicKey {
     let mut k = [0u8; 32];
     k.copy_from_slice(&bytes[..32]);
@@ -328,14 +395,22 @@ impl CurveClient {
             return Err(malformed("WELCOME", "a CURVE WELCOME body is 160 bytes"));
         }
         let plain = open_box(
-            &SalsaBox::new(&self.server, &self.cn_secret),
+            &salsa_box(
+                &self.server,
+                &self.cn_secret,
+                "the server's public key is of small order",
+            )?,
             &long_nonce(WELCOME_NONCE, &body[..16]),
             &body[16..],
             "cannot open the server's WELCOME (wrong server key?)",
         )?;
         let server_cn = public(&plain[..32]);
         let cookie = &plain[32..32 + COOKIE];
-        let shared = SalsaBox::new(&server_cn, &self.cn_secret);
+        let shared = salsa_box(
+            &server_cn,
+            &self.cn_secret,
+            "the server's short-term key (WELCOME) is of small order",
+        )?;
 
         // vouch = nonce + Box[C' + S](C->S')
         let vouch_nonce = random16();
@@ -343,7 +418,11 @@ impl CurveClient {
         vouch_plain[..32].copy_from_slice(self.cn_public.as_bytes());
         vouch_plain[32..].copy_from_slice(self.server.as_bytes());
         let vouch = seal_box(
-            &SalsaBox::new(&server_cn, &self.secret),
+            &salsa_box(
+                &server_cn,
+                &self.secret,
+                "the server's short-term key (WELCOME) is of small order",
+            )?,
             &long_nonce(VOUCH_NONCE, &vouch_nonce),
             &vouch_plain,
         );
@@ -516,8 +595,13 @@ impl CurveServer {
         // at its contents either.
         let client_cn = public(&body[74..106]);
         let n = read_u64(&body[106..114]);
+        let to_client = salsa_box(
+            &client_cn,
+            &self.secret,
+            "the client's short-term key (HELLO) is of small order",
+        )?;
         let signature = open_box(
-            &SalsaBox::new(&client_cn, &self.secret),
+            &to_client,
             &short_nonce(HELLO_NONCE, n),
             &body[114..],
             "cannot open the client's HELLO (it has the wrong server key)",
@@ -530,7 +614,7 @@ impl CurveServer {
         let cookie_nonce = random16();
         let mut cookie_plain = Zeroizing::new([0u8; 64]);
         cookie_plain[..32].copy_from_slice(client_cn.as_bytes());
-        cookie_plain[32..].copy_from_slice(&self.cn_secret.to_bytes());
+        cookie_plain[32..].copy_from_slice(&*Zeroizing::new(self.cn_secret.to_bytes()));
         let cookie_box = XSalsa20Poly1305::new(GenericArray::from_slice(&*self.cookie_key))
             .encrypt(&long_nonce(COOKIE_NONCE, &cookie_nonce), &cookie_plain[..])
             .map_err(|_| crypto("cannot seal the cookie"))?;
@@ -541,7 +625,7 @@ impl CurveServer {
         welcome_plain.extend_from_slice(&cookie_box);
         let welcome_nonce = random16();
         let boxed = seal_box(
-            &SalsaBox::new(&client_cn, &self.secret),
+            &to_client,
             &long_nonce(WELCOME_NONCE, &welcome_nonce),
             &welcome_plain,
         );
@@ -569,7 +653,7 @@ impl CurveServer {
             .map_err(|_| crypto("cannot open the INITIATE cookie"))?;
         let mut expected = Zeroizing::new([0u8; 64]);
         expected[..32].copy_from_slice(client_cn.as_bytes());
-        expected[32..].copy_from_slice(&self.cn_secret.to_bytes());
+        expected[32..].copy_from_slice(&*Zeroizing::new(self.cn_secret.to_bytes()));
         if !bool::from(cookie.ct_eq(&expected[..])) {
             return Err(crypto("the INITIATE cookie is not ours"));
         }
@@ -581,7 +665,11 @@ impl CurveServer {
                 last: self.hello_nonce,
             });
         }
-        let shared = SalsaBox::new(&client_cn, &self.cn_secret);
+        let shared = salsa_box(
+            &client_cn,
+            &self.cn_secret,
+            "the client's short-term key (HELLO) is of small order",
+        )?;
         let plain = open_box(
             &shared,
             &short_nonce(INITIATE_NONCE, n),
@@ -590,7 +678,11 @@ impl CurveServer {
         )?;
         let client_key = public(&plain[..32]);
         let vouch = open_box(
-            &SalsaBox::new(&client_key, &self.cn_secret),
+            &salsa_box(
+                &client_key,
+                &self.cn_secret,
+                "the client's long-term key (INITIATE) is of small order",
+            )?,
             &long_nonce(VOUCH_NONCE, &plain[32..48]),
             &plain[48..128],
             "cannot open the client's vouch",
@@ -693,5 +785,157 @@ impl Mechanism for CurveServer {
 
     fn open(&mut self, frame: Frame) -> Result<Frame, ProtocolError> {
         self.channel.as_mut().expect("handshake done").open(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The small-order keys, each also with its top bit set.
+    fn small_order_keys() -> Vec<[u8; 32]> {
+        let mut keys = SMALL_ORDER.to_vec();
+        for k in SMALL_ORDER {
+            let mut high = k;
+            high[31] |= 0x80;
+            keys.push(high);
+        }
+        keys
+    }
+
+    fn body(c: Command) -> Bytes {
+        match c {
+            Command::Other { body, .. } => body,
+            other => panic!("not a CURVE command: {other:?}"),
+        }
+    }
+
+    /// A HELLO from short-term key `cn` whose signature box `sealer` seals.
+    fn hello(cn: &[u8; 32], sealer: &SalsaBox) -> Vec<u8> {
+        let mut out = vec![1, 0];
+        out.extend_from_slice(&[0; 72]);
+        out.extend_from_slice(cn);
+        out.extend_from_slice(&1u64.to_be_bytes());
+        out.extend_from_slice(&seal_box(sealer, &short_nonce(HELLO_NONCE, 1), &[0; 64]));
+        out
+    }
+
+    /// A box that anyone can make with a peer that uses `key`: X25519 of
+    /// u = 0 is 0 whatever the secret.
+    fn forged(key: &[u8; 32]) -> SalsaBox {
+        SalsaBox::new(&PublicKey::from(*key), &SecretKey::generate(&mut OsRng))
+    }
+
+    #[test]
+    fn small_order_is_told_apart_from_a_real_key() {
+        for key in small_order_keys() {
+            assert!(has_small_order(&key), "{key:?}");
+        }
+        let real = CurveKeyPair::generate().public.0;
+        assert!(!has_small_order(&real));
+        let mut one_off = SMALL_ORDER[2];
+        one_off[0] ^= 1;
+        assert!(!has_small_order(&one_off));
+    }
+
+    #[test]
+    fn a_hello_from_the_zero_key_is_refused() {
+        // Its box opens: the server's shared secret with u = 0 is known.
+        let mut server = CurveServer::new(Properties::new(), &CurveKeyPair::generate(), false);
+        let zero = [0u8; 32];
+        assert_eq!(
+            server.on_hello(&hello(&zero, &forged(&zero))),
+            Err(crypto(
+                "the client's short-term key (HELLO) is of small order"
+            ))
+        );
+    }
+
+    #[test]
+    fn a_hello_from_any_small_order_key_is_refused() {
+        let mut server = CurveServer::new(Properties::new(), &CurveKeyPair::generate(), false);
+        for key in small_order_keys() {
+            assert_eq!(
+                server.on_hello(&hello(&key, &forged(&key))),
+                Err(crypto(
+                    "the client's short-term key (HELLO) is of small order"
+                )),
+                "{key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_welcome_naming_a_small_order_short_term_key_is_refused() {
+        let server_keys = CurveKeyPair::generate();
+        for key in small_order_keys() {
+            let mut client = CurveClient::new(
+                Properties::new(),
+                &server_keys.public,
+                &CurveKeyPair::generate(),
+            );
+            let _ = client.hello();
+            // What the real server would send, with S' of small order.
+            let mut plain = key.to_vec();
+            plain.extend_from_slice(&[7; COOKIE]);
+            let nonce = random16();
+            let mut welcome = nonce.to_vec();
+            welcome.extend_from_slice(&seal_box(
+                &SalsaBox::new(&client.cn_public, &server_keys.secret.to_box_key()),
+                &long_nonce(WELCOME_NONCE, &nonce),
+                &plain,
+            ));
+            assert_eq!(
+                client.on_welcome(&welcome).err(),
+                Some(crypto(
+                    "the server's short-term key (WELCOME) is of small order"
+                )),
+                "{key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_initiate_vouched_for_by_the_zero_key_is_refused() {
+        let server_keys = CurveKeyPair::generate();
+        let mut server = CurveServer::new(Properties::new(), &server_keys, false);
+        let mut client = CurveClient::new(
+            Properties::new(),
+            &server_keys.public,
+            &CurveKeyPair::generate(),
+        );
+        let welcome = server.on_hello(&body(client.hello())).unwrap();
+        let initiate = body(client.on_welcome(&body(welcome)).unwrap());
+        // The client's INITIATE, its long-term key swapped for 0 and the
+        // vouch sealed with a box anyone can make for that key.
+        let zero = [0u8; 32];
+        let mut vouched = client.cn_public.as_bytes().to_vec();
+        vouched.extend_from_slice(server_keys.public.as_bytes());
+        let vouch_nonce = random16();
+        let mut inner = zero.to_vec();
+        inner.extend_from_slice(&vouch_nonce);
+        inner.extend_from_slice(&seal_box(
+            &forged(&zero),
+            &long_nonce(VOUCH_NONCE, &vouch_nonce),
+            &vouched,
+        ));
+        inner.extend_from_slice(&encoded(&Properties::new()));
+        let n = 3u64;
+        let shared = &client.channel.as_ref().unwrap().shared;
+        let mut forged_initiate = initiate[..COOKIE].to_vec();
+        forged_initiate.extend_from_slice(&n.to_be_bytes());
+        forged_initiate.extend_from_slice(&seal_box(
+            shared,
+            &short_nonce(INITIATE_NONCE, n),
+            &inner,
+        ));
+        assert_eq!(
+            server.on_initiate(&forged_initiate).err(),
+            Some(crypto(
+                "the client's long-term key (INITIATE) is of small order"
+            ))
+        );
+        // The real INITIATE still passes.
+        assert!(server.on_initiate(&initiate).is_ok());
     }
 }

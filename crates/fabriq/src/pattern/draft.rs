@@ -17,12 +17,12 @@
 //!   `[group, body]` and keeps only the groups it joined.
 //!
 //! What every single-part type receives as a multipart message is dropped,
-//! as libzmq does. Sending multipart is refused above, in `draft.rs`.
+//! as libzmq does. Sending multipart is refused above, in `socket/draft.rs`.
 //!
 //! SERVER and DISH hand the socket a two-frame message, routing id (4
-//! bytes, big endian) or group first; the socket turns it into a
-//! [`crate::Message`] with `routing_id` / `group` set. SERVER and RADIO
-//! take the same shape to send.
+//! bytes, big endian) or group first; [`take_prefix`] and
+//! [`apply_prefix`] turn it into a [`Message`] with `routing_id` /
+//! `group` set. SERVER and RADIO take the same shape to send.
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,6 +31,7 @@ use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use super::{not_supported, Pattern, Pipes, Received};
 use crate::error::{err, Error, Result};
+use crate::message::{Message, GROUP_MAX_LENGTH};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
 
@@ -110,6 +111,30 @@ pub(crate) fn routing_id_frame(id: u32) -> Part {
 /// The routing id in a frame made by [`routing_id_frame`].
 pub(crate) fn parse_routing_id(frame: &[u8]) -> Option<u32> {
     <[u8; 4]>::try_from(frame).ok().map(u32::from_be_bytes)
+}
+
+/// Takes the routing id (SERVER) or group (DISH) frame off the front of
+/// a received message.
+pub(crate) fn take_prefix(ty: SocketType, frames: &mut Multipart) -> Option<Part> {
+    match ty {
+        SocketType::Server | SocketType::Peer | SocketType::Dish if frames.len() == 2 => {
+            Some(frames.remove(0))
+        }
+        _ => None,
+    }
+}
+
+/// Puts a prefix taken by [`take_prefix`] on the received message.
+pub(crate) fn apply_prefix(ty: SocketType, msg: &mut Message, prefix: Part) {
+    match ty {
+        SocketType::Server | SocketType::Peer => {
+            if let Some(id) = parse_routing_id(&prefix) {
+                msg.set_routing_id_raw(id);
+            }
+        }
+        SocketType::Dish => msg.set_group_raw(prefix.into_bytes()),
+        _ => {}
+    }
 }
 
 impl Pattern for Server {
@@ -329,7 +354,7 @@ impl Pattern for Dish {
     }
 
     fn join(&mut self, group: &[u8], join: bool) -> Result<()> {
-        if group.len() > crate::GROUP_MAX_LENGTH {
+        if group.len() > GROUP_MAX_LENGTH {
             return err(Error::EINVAL, "a group is at most 255 bytes");
         }
         let group = Bytes::copy_from_slice(group);

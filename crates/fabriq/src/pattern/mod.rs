@@ -25,7 +25,7 @@ use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
 use crate::signal::Signal;
 pub(crate) use crate::topics::Topics;
-pub(crate) use draft::{parse_routing_id, routing_id_frame};
+pub(crate) use draft::{apply_prefix, routing_id_frame, take_prefix};
 
 /// The routing rule of one socket type.
 pub(crate) trait Pattern: Send {

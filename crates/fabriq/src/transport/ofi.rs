@@ -55,7 +55,7 @@ fn check_provider(scheme: &str) -> Result<()> {
 /// clear. Checked where the options are final for the endpoint (bind,
 /// connect), so the error reaches the caller rather than a monitor.
 fn check_encrypt(opts: &Options) -> Result<()> {
-    if opts.fabric.encrypt && opts.security.mechanism != crate::Mechanism::ZMQ_CURVE {
+    if opts.fabric.encrypt && opts.security.mechanism != crate::mechanism::Mechanism::ZMQ_CURVE {
         return err(
             Error::EINVAL,
             format!(

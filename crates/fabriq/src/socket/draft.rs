@@ -1,42 +1,17 @@
 //! The socket side of libzmq's draft socket types (CLIENT, SERVER, RADIO,
-//! DISH, SCATTER, GATHER, CHANNEL): single-part sends, routing ids and
-//! groups moved between [`Message`] and the two-frame shape the patterns
-//! use (`pattern/draft.rs`), and DISH's `join`/`leave`.
+//! DISH, SCATTER, GATHER, CHANNEL, PEER, DGRAM): single-part sends, with
+//! SERVER's routing id or RADIO's group taken from the [`Message`] into
+//! the two-frame shape the patterns use (`pattern/draft.rs`, which also
+//! turns received ones back), DGRAM's two-frame sends, PEER's
+//! `connect_peer` and DISH's `join`/`leave`.
 
 use fabriq_zmtp::SocketType as ZmtpType;
 
+use super::Socket;
 use crate::error::{err, Error, Result};
+use crate::flags::SNDMORE;
 use crate::message::Message;
-use crate::pattern::{parse_routing_id, routing_id_frame};
-use crate::socket::Socket;
-use crate::SNDMORE;
-
-/// Takes the routing id (SERVER) or group (DISH) frame off the front of
-/// a received message.
-pub(crate) fn take_prefix(
-    ty: ZmtpType,
-    frames: &mut fabriq_zmtp::Multipart,
-) -> Option<fabriq_zmtp::Part> {
-    match ty {
-        ZmtpType::Server | ZmtpType::Peer | ZmtpType::Dish if frames.len() == 2 => {
-            Some(frames.remove(0))
-        }
-        _ => None,
-    }
-}
-
-/// Puts a prefix taken by [`take_prefix`] on the received message.
-pub(crate) fn apply_prefix(ty: ZmtpType, msg: &mut Message, prefix: fabriq_zmtp::Part) {
-    match ty {
-        ZmtpType::Server | ZmtpType::Peer => {
-            if let Some(id) = parse_routing_id(&prefix) {
-                msg.set_routing_id_raw(id);
-            }
-        }
-        ZmtpType::Dish => msg.set_group_raw(prefix.into_bytes()),
-        _ => {}
-    }
-}
+use crate::pattern::routing_id_frame;
 
 impl Socket {
     /// Sends one message on a draft socket: refuses `SNDMORE` (EINVAL, as
