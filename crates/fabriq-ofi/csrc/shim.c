@@ -108,7 +108,10 @@ static void *find(void *lib, const char *name, const char *version) {
     (*(void **)&p_##name = find(lib, #name, FABRIQ_OFI_VER_##name))
 
 static void load(void) {
-    const char *name = getenv("FABRIQ_OFI_LIBRARY");
+    /* secure_getenv: in a set-user-ID, set-group-ID or capability-gaining
+     * program (AT_SECURE) the environment belongs to whoever started it,
+     * and must not choose the library loaded into it. */
+    const char *name = secure_getenv("FABRIQ_OFI_LIBRARY");
     if (name && *name)
         library_name = name;
     void *lib = dlopen(library_name, RTLD_NOW | RTLD_LOCAL);
