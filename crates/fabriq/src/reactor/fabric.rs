@@ -315,7 +315,11 @@ impl Node {
             ep,
             reads: 0,
             domain: domain.clone(),
-            reads_pool: fabriq_ofi::ReadPool::new(&domain, READ_POOL_BYTES),
+            reads_pool: fabriq_ofi::ReadPool::new(
+                &domain,
+                READ_POOL_BYTES,
+                fabriq_ofi::ReadPool::DEFAULT_MAX_LEN,
+            ),
             posted,
             pool,
             conns: HashMap::new(),
@@ -581,7 +585,7 @@ impl NodeState {
     fn file(&mut self, event: fabriq_ofi::Event, ready: &mut Vec<Token>) {
         use fabriq_ofi::Event::*;
         match event {
-            Received { page, data } => {
+            Received { page, data, .. } => {
                 let Some(data) = data else {
                     tracing::debug!("a fabric page without CQ data: dropped");
                     return;
