@@ -615,4 +615,38 @@ mod tests {
             bytes.fill(0xA5);
         }
     }
+
+    #[test]
+    fn random_keys_fit_the_domains_key_size() {
+        for size in 1..=7 {
+            for _ in 0..64 {
+                assert!(random_key(size).unwrap() < 1 << (8 * size), "{size}");
+            }
+        }
+        // 0 (unspecified), 8 and more: 64 bits. 32 draws that all fit in
+        // 56 bits happen once in 2^256.
+        for size in [0, 8, 16] {
+            let keys: Vec<u64> = (0..32).map(|_| random_key(size).unwrap()).collect();
+            assert!(keys.iter().any(|&k| k >= 1 << 56), "{size}: {keys:x?}");
+        }
+    }
+
+    #[cfg(fabriq_ofi_libfabric)]
+    #[test]
+    fn a_read_longer_than_its_buffer_is_refused() {
+        let info = crate::getinfo(&crate::Hints::new().provider("shm"))
+            .unwrap()
+            .remove(0);
+        let domain = Domain::open_info(&info).unwrap();
+        let mut ep = crate::PagedEndpoint::open(&domain, &info, Default::default()).unwrap();
+        let pool = ReadPool::new(&domain, 1 << 20, 1 << 20);
+        let mut buf = pool.get(100).unwrap();
+        buf.len = buf.capacity() + 1;
+        let refused = ep
+            .read(buf, crate::FiAddr(1), 0, 1, 0)
+            .expect_err("a read past its buffer was posted");
+        let text = refused.error.to_string();
+        assert!(text.contains("into a buffer of 4096"), "{text}");
+        assert_eq!(ep.sends_in_flight(), 0);
+    }
 }
