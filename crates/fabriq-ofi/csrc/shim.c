@@ -108,7 +108,10 @@ static void *find(void *lib, const char *name, const char *version) {
     (*(void **)&p_##name = find(lib, #name, FABRIQ_OFI_VER_##name))
 
 static void load(void) {
-    const char *name = getenv("FABRIQ_OFI_LIBRARY");
+    /* secure_getenv: in a set-user-ID, set-group-ID or capability-gaining
+     * program (AT_SECURE) the environment belongs to whoever started it,
+     * and must not choose the library loaded into it. */
+    const char *name = secure_getenv("FABRIQ_OFI_LIBRARY");
     if (name && *name)
         library_name = name;
     void *lib = dlopen(library_name, RTLD_NOW | RTLD_LOCAL);
@@ -327,15 +330,18 @@ struct fabriq_ofi_completion {
 
 /* Reads up to `count` entries (at most 64 per call). Returns the count read
  * or a negative fi_errno (-FI_EAGAIN when empty, -FI_EAVAIL when an error
- * entry is at the head). */
+ * entry is at the head). With `src` non-NULL (an endpoint with FI_SOURCE)
+ * the entries are read with fi_cq_readfrom and src[k] receives the source
+ * of entry k (FI_ADDR_NOTAVAIL when the provider cannot tell). */
 ssize_t fabriq_ofi_cq_read(struct fid_cq *cq, int format,
-                           struct fabriq_ofi_completion *out, size_t count) {
+                           struct fabriq_ofi_completion *out, size_t count,
+                           fi_addr_t *src) {
     ssize_t n, k;
     if (count > FABRIQ_OFI_CQ_BATCH)
         count = FABRIQ_OFI_CQ_BATCH;
     if (format == FI_CQ_FORMAT_TAGGED) {
         struct fi_cq_tagged_entry e[FABRIQ_OFI_CQ_BATCH];
-        n = fi_cq_read(cq, e, count);
+        n = src ? fi_cq_readfrom(cq, e, count, src) : fi_cq_read(cq, e, count);
         for (k = 0; k < n; k++) {
             out[k].op_context = e[k].op_context;
             out[k].flags = e[k].flags;
@@ -346,7 +352,7 @@ ssize_t fabriq_ofi_cq_read(struct fid_cq *cq, int format,
         }
     } else {
         struct fi_cq_data_entry e[FABRIQ_OFI_CQ_BATCH];
-        n = fi_cq_read(cq, e, count);
+        n = src ? fi_cq_readfrom(cq, e, count, src) : fi_cq_read(cq, e, count);
         for (k = 0; k < n; k++) {
             out[k].op_context = e[k].op_context;
             out[k].flags = e[k].flags;

@@ -5,6 +5,7 @@ use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::av::FiAddr;
 use crate::domain::{Domain, DomainInner};
 use crate::error::{CompletionError, CompletionErrorKind, Error, Result};
 use crate::sys;
@@ -40,6 +41,10 @@ pub struct Completion {
     pub data: u64,
     /// Tag (tagged format only, else 0).
     pub tag: u64,
+    /// The sender, when read with [`CompletionQueue::read_with_source`]
+    /// and the provider could tell (`None` for `FI_ADDR_NOTAVAIL`: a
+    /// sender that is not in the address vector).
+    pub src: Option<FiAddr>,
 }
 
 impl Completion {
@@ -162,28 +167,47 @@ impl CompletionQueue {
     /// [`Error::Completion`] (read with `fi_cq_readerr`); the entries after
     /// it are read by the next call.
     pub fn read(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize> {
+        self.read_inner(out, max, false)
+    }
+
+    /// As [`CompletionQueue::read`], with each completion's source address
+    /// (`fi_cq_readfrom`). Only for a CQ bound to an endpoint opened with
+    /// `FI_SOURCE` ([`Info::has_source`](crate::Info::has_source)).
+    pub fn read_with_source(&self, out: &mut Vec<Completion>, max: usize) -> Result<usize> {
+        self.read_inner(out, max, true)
+    }
+
+    fn read_inner(&self, out: &mut Vec<Completion>, max: usize, source: bool) -> Result<usize> {
         let mut raw = [sys::fabriq_ofi_completion::default(); READ_BATCH];
+        let mut src = [sys::FI_ADDR_NOTAVAIL; READ_BATCH];
         let count = max.min(READ_BATCH);
         if count == 0 {
             return Ok(0);
         }
-        // SAFETY: raw holds READ_BATCH >= count entries.
+        // SAFETY: raw and src hold READ_BATCH >= count entries each; src is
+        // passed only when asked for (fi_cq_readfrom).
         let n = unsafe {
             sys::fabriq_ofi_cq_read(
                 self.inner.ptr.as_ptr(),
                 self.inner.format,
                 raw.as_mut_ptr(),
                 count,
+                if source {
+                    src.as_mut_ptr()
+                } else {
+                    std::ptr::null_mut()
+                },
             )
         };
         if n >= 0 {
-            let n = n as usize;
-            out.extend(raw[..n].iter().map(|c| Completion {
+            let n = (n as usize).min(count);
+            out.extend(raw[..n].iter().zip(&src[..n]).map(|(c, &from)| Completion {
                 context: c.op_context as usize,
                 flags: c.flags,
                 len: c.len,
                 data: c.data,
                 tag: c.tag,
+                src: (source && from != sys::FI_ADDR_NOTAVAIL).then_some(FiAddr(from)),
             }));
             return Ok(n);
         }

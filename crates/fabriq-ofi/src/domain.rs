@@ -1,7 +1,6 @@
 //! [`Domain`]: one NIC / provider instance (`fi_domain`).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -13,7 +12,6 @@ pub(crate) struct DomainInner {
     pub(crate) ptr: NonNull<sys::fid_domain>,
     pub(crate) fabric: Arc<FabricInner>,
     pub(crate) info: Info,
-    next_key: AtomicU64,
 }
 
 // SAFETY: fabriq requests FI_THREAD_SAFE (see Hints): the provider
@@ -35,12 +33,6 @@ impl Drop for DomainInner {
 }
 
 impl DomainInner {
-    /// A key for `fi_mr_reg` when the provider does not pick keys
-    /// (no `FI_MR_PROV_KEY`): unique within the domain.
-    pub(crate) fn next_key(&self) -> u64 {
-        self.next_key.fetch_add(1, Ordering::Relaxed)
-    }
-
     pub(crate) fn mr_mode(&self) -> MrMode {
         self.info.mr_mode()
     }
@@ -56,7 +48,11 @@ impl Domain {
     /// Opens the domain described by `info` on `fabric` (`fi_domain`).
     /// `info` is kept: endpoints, registrations and pools follow its
     /// mr_mode and progress model.
+    ///
+    /// A domain that is not thread safe is refused
+    /// ([`Error::Unsupported`]): its handles are shared between threads.
     pub fn open(fabric: &Fabric, info: &Info) -> Result<Self> {
+        info.check_required(false)?;
         let info = info.clone();
         let mut ptr = std::ptr::null_mut();
         // SAFETY: fabric and info are valid; ptr receives a handle we own.
@@ -69,7 +65,6 @@ impl Domain {
                 ptr,
                 fabric: fabric.inner.clone(),
                 info,
-                next_key: AtomicU64::new(1),
             }),
         })
     }

@@ -29,6 +29,8 @@ pub struct Endpoint {
     ptr: NonNull<sys::fid_ep>,
     info: Info,
     enabled: bool,
+    /// `fi_close` was called (successfully or not): never again.
+    closed: bool,
     // Parents and bindings: dropped after Drop::drop closed the endpoint.
     _cqs: Vec<Arc<CqInner>>,
     _av: Option<Arc<AvInner>>,
@@ -42,12 +44,8 @@ unsafe impl Sync for Endpoint {}
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        // SAFETY: we own the endpoint. fi_endpoint(3): outstanding
-        // operations are discarded on close and complete no more, so after
-        // this the provider touches no posted buffer or context.
-        let ret = unsafe { sys::fabriq_ofi_close_ep(self.ptr.as_ptr()) };
-        if ret != 0 {
-            tracing::warn!(error = %Error::from_code("fi_close(ep)", -ret), "closing endpoint");
+        if let Err(error) = self.close() {
+            tracing::warn!(%error, "closing endpoint");
         }
     }
 }
@@ -74,10 +72,27 @@ impl Endpoint {
             ptr,
             info,
             enabled: false,
+            closed: false,
             _cqs: Vec::new(),
             _av: None,
             domain: domain.inner.clone(),
         })
+    }
+
+    /// Closes the endpoint (`fi_close`), once; later calls return `Ok`.
+    /// fi_endpoint(3): outstanding operations are discarded on close and
+    /// complete no more, so after an `Ok` the provider touches no posted
+    /// buffer or context. After an error it may still: the owner of the
+    /// posted memory must leak it (as [`PagedEndpoint`](crate::PagedEndpoint)
+    /// does), and a caller of the raw posts must do the same.
+    pub(crate) fn close(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        // SAFETY: we own the endpoint and close it once (the flag above);
+        // nothing uses it after this (every post checks `closed` through
+        // check_enabled).
+        unsafe { crate::close::endpoint(self.ptr) }
     }
 
     fn check_same_domain(&self, other: &Arc<DomainInner>, what: &str) -> Result<()> {
@@ -152,7 +167,7 @@ impl Endpoint {
     }
 
     fn check_enabled(&self) -> Result<()> {
-        if self.enabled {
+        if self.enabled && !self.closed {
             Ok(())
         } else {
             Err(Error::Invalid("endpoint is not enabled".into()))

@@ -51,6 +51,14 @@ pub enum Error {
     /// An error entry read from a completion queue.
     #[error(transparent)]
     Completion(Box<CompletionError>),
+    /// The provider lacks something fabriq's data path relies on.
+    #[error("provider {provider:?} cannot carry fabriq: {reason}")]
+    Unsupported {
+        /// The provider's name (`fi_info`'s `prov_name`).
+        provider: String,
+        /// What it lacks.
+        reason: String,
+    },
     /// A caller's mistake caught before calling libfabric.
     #[error("invalid argument: {0}")]
     Invalid(String),

@@ -140,6 +140,8 @@ pub struct Hints {
     node: Option<String>,
     service: Option<String>,
     source: bool,
+    /// `FI_THREAD_SAFE` (always, outside this crate's tests).
+    thread_safe: bool,
 }
 
 impl Default for Hints {
@@ -159,7 +161,16 @@ impl Hints {
             node: None,
             service: None,
             source: false,
+            thread_safe: true,
         }
+    }
+
+    /// Asks for a domain that is not thread safe (`FI_THREAD_DOMAIN`): only
+    /// to test that such a domain is refused.
+    #[cfg(test)]
+    pub(crate) fn not_thread_safe(mut self) -> Self {
+        self.thread_safe = false;
+        self
     }
 
     /// Only this provider (`"tcp"`, `"shm"`, `"verbs"`, ...). For tcp RDM,
@@ -352,6 +363,26 @@ impl Info {
         unsafe { sys::fabriq_ofi_info_threading(self.ptr.as_ptr()) == sys::FI_THREAD_SAFE }
     }
 
+    /// Checks what fabriq's data path relies on and the provider only
+    /// promises in the info it returned: a thread-safe domain
+    /// (`FI_THREAD_SAFE`: handles are shared between threads) and, with
+    /// `cq_data`, remote CQ data of at least 8 bytes (`FI_REMOTE_CQ_DATA`
+    /// carries a connection token and a sequence number). The error names
+    /// the provider.
+    pub fn check_required(&self, cq_data: bool) -> Result<()> {
+        check_required(
+            &self.provider(),
+            self.thread_safe(),
+            cq_data.then(|| self.cq_data_size()),
+        )
+    }
+
+    /// True when receive completions can report their source address
+    /// (`FI_SOURCE` among the capabilities returned).
+    pub fn has_source(&self) -> bool {
+        self.caps().contains(Caps::SOURCE)
+    }
+
     /// The source address bytes, if the provider filled them in.
     pub fn src_addr(&self) -> Option<Vec<u8>> {
         let mut len = 0usize;
@@ -401,6 +432,26 @@ impl fmt::Debug for Info {
     }
 }
 
+/// See [`Info::check_required`]; `cq_data_size` is `None` when CQ data is
+/// not needed.
+fn check_required(provider: &str, thread_safe: bool, cq_data_size: Option<usize>) -> Result<()> {
+    if !thread_safe {
+        return Err(Error::Unsupported {
+            provider: provider.to_string(),
+            reason: "its domain is not thread safe (FI_THREAD_SAFE was requested)".into(),
+        });
+    }
+    match cq_data_size {
+        Some(n) if n < 8 => Err(Error::Unsupported {
+            provider: provider.to_string(),
+            reason: format!(
+                "its remote CQ data (FI_REMOTE_CQ_DATA) holds {n} bytes, fabriq needs 8"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn opt_cstring(s: &Option<String>) -> Result<Option<CString>> {
     s.as_deref()
         .map(|s| CString::new(s).map_err(|_| Error::Invalid(format!("NUL byte in {s:?}"))))
@@ -410,10 +461,70 @@ fn opt_cstring(s: &Option<String>) -> Result<Option<CString>> {
 /// Calls `fi_getinfo` (API version 1.9) and returns every matching entry,
 /// in the provider's order of preference.
 ///
+/// Each entry is the strictest variant the provider offers of it: with
+/// `FI_SOURCE` where the provider has it (receive completions then name
+/// their sender, see [`PagedEndpoint::has_source`](crate::PagedEndpoint::has_source)),
+/// and without `FI_MR_VIRT_ADDR` unless the provider requires it (peers
+/// then address registered memory by offset, not by our virtual
+/// addresses). The hints are asked as given too, so the list and its
+/// order are those of the hints; only the entries differ.
+///
 /// No match is [`Error::NotFound`], naming the requested provider and
 /// carrying the `fi_strerror` text ("No data available").
 pub fn getinfo(hints: &Hints) -> Result<Vec<Info>> {
     sys::ensure_available()?;
+    let base = getinfo_as(hints, hints.caps, hints.mr_mode)?;
+    // Stricter variants, most preferred first.
+    let no_virt = MrMode(hints.mr_mode.0 & !sys::FI_MR_VIRT_ADDR);
+    let source = hints.caps | Caps::SOURCE;
+    let mut variants = vec![
+        (source, no_virt),
+        (hints.caps, no_virt),
+        (source, hints.mr_mode),
+    ];
+    variants.dedup();
+    variants.retain(|&(caps, mr)| (caps, mr) != (hints.caps, hints.mr_mode));
+    let variants: Vec<Vec<Info>> = variants
+        .into_iter()
+        .map(|(caps, mr)| getinfo_as(hints, caps, mr).unwrap_or_default())
+        .collect();
+    // The k-th entry of `base` with a given identity takes the k-th entry
+    // of the same identity from the most preferred variant that has one.
+    let identity = |i: &Info| {
+        (
+            i.provider(),
+            i.fabric_name(),
+            i.domain_name(),
+            // SAFETY: valid fi_info.
+            unsafe { sys::fabriq_ofi_info_addr_format(i.as_ptr()) },
+            i.src_addr(),
+        )
+    };
+    let mut used: Vec<Vec<bool>> = variants.iter().map(|v| vec![false; v.len()]).collect();
+    let mut out = Vec::with_capacity(base.len());
+    for info in base {
+        let id = identity(&info);
+        let better = variants.iter().enumerate().find_map(|(v, list)| {
+            let k = list
+                .iter()
+                .enumerate()
+                .position(|(k, i)| !used[v][k] && identity(i) == id)?;
+            Some((v, k))
+        });
+        match better {
+            Some((v, k)) => {
+                used[v][k] = true;
+                out.push(variants[v][k].clone());
+            }
+            None => out.push(info),
+        }
+    }
+    Ok(out)
+}
+
+/// One `fi_getinfo` call for `hints` with `caps` and `mr_mode` instead of
+/// theirs.
+fn getinfo_as(hints: &Hints, caps: Caps, mr_mode: MrMode) -> Result<Vec<Info>> {
     let prov = opt_cstring(&hints.provider)?;
     let node = opt_cstring(&hints.node)?;
     let service = opt_cstring(&hints.service)?;
@@ -424,10 +535,14 @@ pub fn getinfo(hints: &Hints) -> Result<Vec<Info>> {
         sys::fabriq_ofi_hints_new(
             prov.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
             hints.ep_type.raw(),
-            hints.caps.0,
+            caps.0,
             mode,
-            hints.mr_mode.0,
-            sys::FI_THREAD_SAFE,
+            mr_mode.0,
+            if hints.thread_safe {
+                sys::FI_THREAD_SAFE
+            } else {
+                sys::FI_THREAD_DOMAIN
+            },
         )
     };
     let raw_hints = NonNull::new(raw_hints).ok_or(Error::Fi {
@@ -492,4 +607,43 @@ pub fn runtime_version() -> Result<(u32, u32)> {
     // SAFETY: fi_version takes no arguments.
     let v = unsafe { sys::fabriq_ofi_runtime_version() };
     Ok((v >> 16, v & 0xffff))
+}
+
+#[cfg(all(test, fabriq_ofi_libfabric))]
+mod tests {
+    use super::*;
+    use crate::Domain;
+
+    #[test]
+    fn a_domain_that_is_not_thread_safe_is_refused_naming_the_provider() {
+        // shm gives what is asked for (tcp;ofi_rxm is thread safe anyway).
+        let info = getinfo(&Hints::new().provider("shm").not_thread_safe())
+            .unwrap()
+            .remove(0);
+        assert!(!info.thread_safe(), "shm made it thread safe anyway");
+        let err = Domain::open_info(&info).expect_err("a domain that is not thread safe");
+        assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("\"shm\""), "{text}");
+        assert!(text.contains("FI_THREAD_SAFE"), "{text}");
+    }
+
+    #[test]
+    fn remote_cq_data_of_less_than_8_bytes_is_refused_naming_the_provider() {
+        for n in [0, 4, 7] {
+            let err = check_required("tcp;ofi_rxm", true, Some(n)).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("\"tcp;ofi_rxm\""), "{text}");
+            assert!(text.contains("FI_REMOTE_CQ_DATA"), "{text}");
+            assert!(text.contains(&format!("{n} bytes")), "{text}");
+        }
+        assert!(check_required("p", true, Some(8)).is_ok());
+        assert!(check_required("p", true, None).is_ok());
+        // What the providers here return passes.
+        for provider in ["shm", "tcp"] {
+            for info in getinfo(&Hints::new().provider(provider)).unwrap() {
+                info.check_required(true).unwrap();
+            }
+        }
+    }
 }

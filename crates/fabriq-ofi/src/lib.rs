@@ -70,6 +70,7 @@
 #![warn(missing_docs)]
 
 pub mod av;
+mod close;
 pub mod cq;
 pub mod domain;
 pub mod endpoint;

@@ -54,6 +54,9 @@ pub const BUF_ALIGN: usize = 4096;
 struct RawBuf {
     ptr: NonNull<u8>,
     len: usize,
+    /// Set when the registration covering it could not be closed: the
+    /// mapping then stays (the provider may still write it).
+    leaked: bool,
 }
 
 impl RawBuf {
@@ -92,7 +95,11 @@ impl RawBuf {
             bytes = len,
             "registered buffer mapped between guard pages"
         );
-        Ok(RawBuf { ptr, len })
+        Ok(RawBuf {
+            ptr,
+            len,
+            leaked: false,
+        })
     }
 }
 
@@ -109,6 +116,9 @@ fn os_error(call: &'static str) -> Error {
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
         // SAFETY: mapped in new() with a guard page before ptr and one
         // after ptr+len; unmapped once, guards included.
         unsafe {
@@ -152,11 +162,12 @@ unsafe impl Sync for MemoryRegion {}
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        // SAFETY: we own the registration; the buffer is freed after this
-        // (field drop), the domain after that.
-        let ret = unsafe { sys::fabriq_ofi_close_mr(self.ptr.as_ptr()) };
-        if ret != 0 {
-            tracing::warn!(error = %Error::from_code("fi_close(mr)", -ret), "closing MR");
+        // SAFETY: we own the registration and close it once, here; the
+        // buffer is freed after this (field drop), the domain after that.
+        if let Err(error) = unsafe { crate::close::mr(self.ptr) } {
+            // The provider may still use the memory: it stays mapped.
+            self.buf.leaked = true;
+            crate::close::leaked("registered buffer", self.buf.len, &error);
         }
     }
 }
@@ -238,25 +249,35 @@ unsafe fn register(
             domain.info.provider()
         )));
     }
-    let requested_key = if mode.contains(MrMode::PROV_KEY) {
-        0
-    } else {
-        domain.next_key()
-    };
+    let prov_key = mode.contains(MrMode::PROV_KEY);
     let mut ptr = std::ptr::null_mut();
-    // SAFETY: the caller keeps buf..buf+len allocated for the
-    // registration's life; ptr receives a handle we own.
-    let ret = unsafe {
-        sys::fabriq_ofi_mr_reg(
-            domain.ptr.as_ptr(),
-            buf.cast(),
-            len,
-            access.0,
-            requested_key,
-            &mut ptr,
-        )
-    };
-    sys::check("fi_mr_reg", ret as isize)?;
+    let mut tries = 0;
+    loop {
+        let requested_key = if prov_key {
+            0
+        } else {
+            random_key(domain.info.mr_key_size())?
+        };
+        // SAFETY: the caller keeps buf..buf+len allocated for the
+        // registration's life; ptr receives a handle we own.
+        let ret = unsafe {
+            sys::fabriq_ofi_mr_reg(
+                domain.ptr.as_ptr(),
+                buf.cast(),
+                len,
+                access.0,
+                requested_key,
+                &mut ptr,
+            )
+        };
+        tries += 1;
+        // A key already in use in the domain (FI_ENOKEY): draw another.
+        if -ret == sys::FI_ENOKEY && !prov_key && tries < KEY_TRIES {
+            continue;
+        }
+        sys::check("fi_mr_reg", ret as isize)?;
+        break;
+    }
     let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_mr_reg returned NULL".into()))?;
     // SAFETY: ptr is an open registration.
     let (desc, key) = unsafe {
@@ -266,6 +287,29 @@ unsafe fn register(
         )
     };
     Ok((ptr, Desc(desc), key))
+}
+
+/// Registration attempts with fresh random keys before a key collision
+/// (`FI_ENOKEY`) is reported.
+const KEY_TRIES: u32 = 8;
+
+/// A key for `fi_mr_reg` when the provider does not pick keys (no
+/// `FI_MR_PROV_KEY`): drawn from the OS's randomness, of the domain's
+/// `mr_key_size` bytes (8 when it says more or nothing). A peer that was
+/// not told the key cannot guess it: keys are the only thing standing
+/// between remote-readable memory and any node that reaches the endpoint.
+fn random_key(key_size: usize) -> Result<u64> {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes).map_err(|e| Error::Fi {
+        call: "getrandom",
+        code: e.raw_os_error().unwrap_or(libc::EIO),
+        msg: e.to_string(),
+    })?;
+    let key = u64::from_ne_bytes(bytes);
+    Ok(match key_size {
+        1..=7 => key & ((1u64 << (8 * key_size)) - 1),
+        _ => key,
+    })
 }
 
 /// Bytes the application owns, registered for peers to read (`fi_read`)
@@ -334,11 +378,13 @@ impl Lent {
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        // SAFETY: we own the registration; the bytes outlive it (field
-        // drop order).
-        let ret = unsafe { sys::fabriq_ofi_close_mr(self.ptr.as_ptr()) };
-        if ret != 0 {
-            tracing::warn!(error = %Error::from_code("fi_close(mr)", -ret), "closing MR");
+        // SAFETY: we own the registration and close it once, here; the
+        // bytes outlive it (field drop order).
+        if let Err(error) = unsafe { crate::close::mr(self.ptr) } {
+            // Peers may still read the bytes: they are never released.
+            let bytes = std::mem::take(&mut self.bytes);
+            crate::close::leaked("lent bytes", bytes.len(), &error);
+            std::mem::forget(bytes);
         }
     }
 }
@@ -375,36 +421,57 @@ pub struct ReadPoolInner {
     domain: Domain,
     free: std::sync::Mutex<Vec<MemoryRegion>>,
     max_bytes: usize,
+    max_len: usize,
 }
 
 impl ReadPool {
-    /// A pool for `domain` that keeps at most `max_bytes` of free buffers.
-    pub fn new(domain: &Domain, max_bytes: usize) -> Self {
+    /// A default for [`ReadPool::new`]'s `max_len`: 4 GiB.
+    pub const DEFAULT_MAX_LEN: usize = 1 << 32;
+
+    /// A pool for `domain` that keeps at most `max_bytes` of free buffers
+    /// and hands out buffers of at most `max_len` bytes: the length of a
+    /// rendezvous read comes from the peer, and the buffer is mapped and
+    /// registered before a byte arrives.
+    pub fn new(domain: &Domain, max_bytes: usize, max_len: usize) -> Self {
         ReadPool {
             inner: Arc::new(ReadPoolInner {
                 domain: domain.clone(),
                 free: std::sync::Mutex::new(Vec::new()),
                 max_bytes,
+                max_len,
             }),
         }
     }
 
+    /// The longest buffer [`ReadPool::get`] hands out.
+    pub fn max_len(&self) -> usize {
+        self.inner.max_len
+    }
+
     /// A registered buffer of `len` bytes: a kept one of at least that
     /// size (at most twice it), or a new one rounded up to a power of two.
+    /// A `len` of 0 or over [`ReadPool::max_len`] is refused
+    /// ([`Error::Invalid`]) before anything is allocated.
     pub fn get(&self, len: usize) -> Result<ReadBuffer> {
+        let max = self.inner.max_len;
+        if len == 0 || len > max {
+            return Err(Error::Invalid(format!(
+                "a read of {len} bytes: reads are of 1 to {max} bytes"
+            )));
+        }
+        let size = len
+            .max(BUF_ALIGN)
+            .checked_next_power_of_two()
+            .ok_or_else(|| Error::Invalid(format!("a read of {len} bytes: size overflows")))?;
         let kept = {
             let mut free = self.inner.free.lock().unwrap_or_else(|p| p.into_inner());
             free.iter()
-                .position(|mr| mr.len() >= len && mr.len() / 2 <= len.max(1))
+                .position(|mr| mr.len() >= len && mr.len() / 2 <= len)
                 .map(|i| free.swap_remove(i))
         };
         let mr = match kept {
             Some(mr) => mr,
-            None => MemoryRegion::alloc(
-                &self.inner.domain,
-                len.max(4096).next_power_of_two(),
-                Access::READ,
-            )?,
+            None => MemoryRegion::alloc(&self.inner.domain, size, Access::READ)?,
         };
         Ok(ReadBuffer {
             mr: Some(mr),
@@ -450,6 +517,11 @@ impl ReadBuffer {
 
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.mr().as_ptr()
+    }
+
+    /// Bytes of registered memory behind the buffer (at least `len`).
+    pub(crate) fn capacity(&self) -> usize {
+        self.mr().len()
     }
 
     pub(crate) fn desc(&self) -> Desc {
@@ -542,5 +614,39 @@ mod tests {
             assert!(bytes.iter().all(|&b| b == 0), "zeroed");
             bytes.fill(0xA5);
         }
+    }
+
+    #[test]
+    fn random_keys_fit_the_domains_key_size() {
+        for size in 1..=7 {
+            for _ in 0..64 {
+                assert!(random_key(size).unwrap() < 1 << (8 * size), "{size}");
+            }
+        }
+        // 0 (unspecified), 8 and more: 64 bits. 32 draws that all fit in
+        // 56 bits happen once in 2^256.
+        for size in [0, 8, 16] {
+            let keys: Vec<u64> = (0..32).map(|_| random_key(size).unwrap()).collect();
+            assert!(keys.iter().any(|&k| k >= 1 << 56), "{size}: {keys:x?}");
+        }
+    }
+
+    #[cfg(fabriq_ofi_libfabric)]
+    #[test]
+    fn a_read_longer_than_its_buffer_is_refused() {
+        let info = crate::getinfo(&crate::Hints::new().provider("shm"))
+            .unwrap()
+            .remove(0);
+        let domain = Domain::open_info(&info).unwrap();
+        let mut ep = crate::PagedEndpoint::open(&domain, &info, Default::default()).unwrap();
+        let pool = ReadPool::new(&domain, 1 << 20, 1 << 20);
+        let mut buf = pool.get(100).unwrap();
+        buf.len = buf.capacity() + 1;
+        let refused = ep
+            .read(buf, crate::FiAddr(1), 0, 1, 0)
+            .expect_err("a read past its buffer was posted");
+        let text = refused.error.to_string();
+        assert!(text.contains("into a buffer of 4096"), "{text}");
+        assert_eq!(ep.sends_in_flight(), 0);
     }
 }

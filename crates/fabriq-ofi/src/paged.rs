@@ -59,6 +59,11 @@ pub enum Event {
         page: Page,
         /// Remote CQ data, if the sender attached some.
         data: Option<u64>,
+        /// The sender as our address vector knows it, when the provider
+        /// reports sources ([`PagedEndpoint::has_source`]); `None` without
+        /// `FI_SOURCE`, or for a sender that is not in the address vector
+        /// (`FI_ADDR_NOTAVAIL`).
+        src: Option<FiAddr>,
     },
     /// A send failed (error completion).
     SendFailed {
@@ -144,12 +149,53 @@ pub struct PagedEndpoint {
     recvs: usize,
     config: PagedConfig,
     scratch: Vec<Completion>,
+    /// Receive completions are read with their source (`FI_SOURCE`).
+    source: bool,
+    /// Peers removed with [`PagedEndpoint::remove_peer`]: their AV entries
+    /// stay taken, and their messages have no source.
+    retired: std::collections::HashSet<FiAddr>,
+}
+
+/// The AV entry an endpoint with sources gives to itself, so that no peer
+/// has it: shm (1.17) reports a sender missing from the AV, or removed
+/// from it, as entry 0, which would otherwise be a real peer.
+const OWN_SLOT: FiAddr = FiAddr(0);
+
+/// Inserts the endpoint's own address as the first AV entry. False (no
+/// sources then) when the provider gave it another index.
+fn reserve_own_slot(ep: &Endpoint, av: &AddressVector) -> Result<bool> {
+    let own = av.insert(&ep.name()?)?;
+    if own != OWN_SLOT {
+        tracing::debug!(?own, "own address not at AV entry 0: sources not reported");
+    }
+    Ok(own == OWN_SLOT)
+}
+
+impl Drop for PagedEndpoint {
+    fn drop(&mut self) {
+        // Closing first: then the provider has let go of every posted page
+        // and context, and the fields are freed after this body. If the
+        // close fails it may not have: the pages, buffers and contexts are
+        // leaked rather than handed back or freed.
+        if let Err(error) = self.ep.close() {
+            let slots = std::mem::take(&mut self.slots);
+            let ctxs = std::mem::take(&mut self.ctxs);
+            let posted = slots.iter().filter(|s| !matches!(s, Slot::Free)).count();
+            crate::close::leaked("posted pages of an endpoint", posted, &error);
+            std::mem::forget(slots);
+            std::mem::forget(ctxs);
+        }
+    }
 }
 
 impl PagedEndpoint {
     /// Opens the CQs (data format), the AV and the endpoint, binds them and
     /// enables the endpoint.
+    ///
+    /// Refuses ([`Error::Unsupported`]) a provider whose `info` does not
+    /// promise a thread-safe domain and 8 bytes of remote CQ data.
     pub fn open(domain: &Domain, info: &Info, config: PagedConfig) -> Result<Self> {
+        info.check_required(true)?;
         let tx_size = config.max_sends.max(1);
         let rx_size = config.max_recvs.max(1);
         let tx = CompletionQueue::open(domain, tx_size * 2, CqFormat::Data, config.wait)?;
@@ -160,6 +206,7 @@ impl PagedEndpoint {
         ep.bind_cq(&rx, CqBind::Recv)?;
         ep.bind_av(&av)?;
         ep.enable()?;
+        let source = info.has_source() && reserve_own_slot(&ep, &av)?;
         let n = tx_size + rx_size;
         Ok(PagedEndpoint {
             ep,
@@ -173,7 +220,41 @@ impl PagedEndpoint {
             recvs: 0,
             config,
             scratch: Vec::with_capacity(crate::cq::READ_BATCH),
+            source,
+            retired: std::collections::HashSet::new(),
         })
+    }
+
+    /// True when received pages come with their sender
+    /// ([`Event::Received`]'s `src`): the provider offered `FI_SOURCE` and
+    /// the endpoint was opened with it (see [`getinfo`](crate::getinfo)).
+    pub fn has_source(&self) -> bool {
+        self.source
+    }
+
+    /// The AV entry of this endpoint's own address when it reports
+    /// sources: messages it sends to itself are received without a source
+    /// (`src` is `None`), as are a stranger's, since shm reports both as
+    /// that entry. `None` without sources.
+    pub fn own_entry(&self) -> Option<FiAddr> {
+        self.source.then_some(OWN_SLOT)
+    }
+
+    /// Retires a peer, e.g. when its connection closed: its messages no
+    /// longer carry a source (`src` is `None`) and sends to it are refused.
+    ///
+    /// The AV entry is not given back (`fi_av_remove`): tcp;ofi_rxm and
+    /// shm (1.17) hand a removed entry to the next peer inserted and keep
+    /// reporting the removed peer's messages under it, i.e. as coming from
+    /// that new peer. An entry stays taken until the endpoint closes; the
+    /// same address inserted again is the same peer and gets its entry
+    /// back.
+    pub fn remove_peer(&mut self, addr: FiAddr) -> Result<()> {
+        if addr == FiAddr::UNSPEC || (self.source && addr == OWN_SLOT) {
+            return Err(Error::Invalid(format!("{addr:?} is not a peer")));
+        }
+        self.retired.insert(addr);
+        Ok(())
     }
 
     /// Our raw address, for the peer's [`PagedEndpoint::insert_peer`].
@@ -182,8 +263,12 @@ impl PagedEndpoint {
     }
 
     /// Inserts a peer's raw address into our AV.
-    pub fn insert_peer(&self, addr: &[u8]) -> Result<FiAddr> {
-        self.av.insert(addr)
+    pub fn insert_peer(&mut self, addr: &[u8]) -> Result<FiAddr> {
+        let at = self.av.insert(addr)?;
+        // The provider found the address already there: a retired peer
+        // is back.
+        self.retired.remove(&at);
+        Ok(at)
     }
 
     /// The underlying endpoint.
@@ -281,6 +366,12 @@ impl PagedEndpoint {
         if let Err(error) = self.check_page(&page) {
             return Err(PostError { error, page });
         }
+        if self.retired.contains(&dest) {
+            return Err(PostError {
+                error: Error::Invalid(format!("peer {dest:?} was removed")),
+                page,
+            });
+        }
         if self.sends >= self.config.max_sends {
             return Err(PostError {
                 error: Error::Invalid(format!("send window full ({} in flight)", self.sends)),
@@ -328,6 +419,22 @@ impl PagedEndpoint {
         if !std::sync::Arc::ptr_eq(buf.domain(), &self.ep.domain) {
             return Err(ReadPostError {
                 error: Error::Invalid("buffer is registered in another domain".into()),
+                buffer: Box::new(buf),
+            });
+        }
+        if self.retired.contains(&src) {
+            return Err(ReadPostError {
+                error: Error::Invalid(format!("peer {src:?} was removed")),
+                buffer: Box::new(buf),
+            });
+        }
+        if buf.len() > buf.capacity() {
+            return Err(ReadPostError {
+                error: Error::Invalid(format!(
+                    "a read of {} bytes into a buffer of {}",
+                    buf.len(),
+                    buf.capacity()
+                )),
                 buffer: Box::new(buf),
             });
         }
@@ -383,36 +490,71 @@ impl PagedEndpoint {
     /// Reads both CQs (which drives progress on manual-progress
     /// providers), appending at most `max` events per queue. Returns the
     /// number of events appended.
+    ///
+    /// Every completion read is filed as an event. A completion that
+    /// cannot be (a context this endpoint did not post, or a failing CQ)
+    /// does not stop the others: both queues are still read, and the first
+    /// such error is returned **after** the events were appended. On
+    /// `Err`, file the events in `events` all the same.
     pub fn poll(&mut self, events: &mut Vec<Event>, max: usize) -> Result<usize> {
         let before = events.len();
-        self.poll_cq(true, events, max)?;
-        self.poll_cq(false, events, max)?;
-        Ok(events.len() - before)
+        let mut first = None;
+        self.poll_cq(true, events, max, &mut first);
+        self.poll_cq(false, events, max, &mut first);
+        match first {
+            Some(error) => Err(error),
+            None => Ok(events.len() - before),
+        }
     }
 
-    fn poll_cq(&mut self, tx: bool, events: &mut Vec<Event>, max: usize) -> Result<()> {
+    /// Keeps the first error in `first`, logs the others.
+    fn note(first: &mut Option<Error>, error: Error) {
+        if first.is_none() {
+            *first = Some(error);
+        } else {
+            tracing::warn!(%error, "fabric completion");
+        }
+    }
+
+    fn poll_cq(
+        &mut self,
+        tx: bool,
+        events: &mut Vec<Event>,
+        max: usize,
+        first: &mut Option<Error>,
+    ) {
         let mut budget = max;
         while budget > 0 {
             let cq = if tx { &self.tx } else { &self.rx };
             let mut batch = std::mem::take(&mut self.scratch);
             batch.clear();
-            let res = cq.read(&mut batch, budget);
+            let res = if !tx && self.source {
+                cq.read_with_source(&mut batch, budget)
+            } else {
+                cq.read(&mut batch, budget)
+            };
             let n = batch.len();
             for c in batch.drain(..) {
-                self.complete(c, events)?;
+                if let Err(error) = self.complete(c, events) {
+                    Self::note(first, error);
+                }
             }
             self.scratch = batch;
             match res {
-                Ok(0) => return Ok(()),
-                Ok(_) => budget -= n,
+                Ok(0) => return,
+                Ok(_) => budget = budget.saturating_sub(n),
                 Err(Error::Completion(err)) => {
-                    self.fail(*err, events)?;
+                    if let Err(error) = self.fail(*err, events) {
+                        Self::note(first, error);
+                    }
                     budget -= 1;
                 }
-                Err(e) => return Err(e),
+                Err(error) => {
+                    Self::note(first, error);
+                    return;
+                }
             }
         }
-        Ok(())
     }
 
     fn unknown(context: usize) -> Error {
@@ -433,7 +575,15 @@ impl PagedEndpoint {
                 self.recvs -= 1;
                 page.set_len(c.len);
                 let data = c.has_data().then_some(c.data);
-                events.push(Event::Received { page, data });
+                events.push(Event::Received {
+                    page,
+                    data,
+                    // Slot 0 is ourselves (reserve_own_slot): a message
+                    // said to come from it comes from a stranger.
+                    src: c
+                        .src
+                        .filter(|a| *a != OWN_SLOT && !self.retired.contains(a)),
+                });
             }
             Slot::Read(buf, tag) => {
                 self.sends -= 1;

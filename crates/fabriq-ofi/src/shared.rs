@@ -59,11 +59,20 @@ impl std::fmt::Debug for SharedCounter {
 }
 
 impl SharedCounter {
-    /// A new counter at zero, writable, for peers to open.
+    /// A new counter at zero, writable, for peers to open. The memfd is
+    /// sealed at its size (`F_SEAL_SHRINK | F_SEAL_GROW`, then
+    /// `F_SEAL_SEAL`): no one holding a descriptor of it, the owner
+    /// included, can truncate it under a peer's mapping (which would kill
+    /// the peer with `SIGBUS` at its next load).
     pub fn create() -> io::Result<SharedCounter> {
         // SAFETY: memfd_create takes a NUL-terminated name and flags; the
         // result is checked and owned at once.
-        let fd = unsafe { libc::memfd_create(c"fabriq-ofi-spinners".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"fabriq-ofi-spinners".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -71,6 +80,17 @@ impl SharedCounter {
         // one else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         File::from(fd.try_clone()?).set_len(LEN as u64)?;
+        // SAFETY: fcntl on a descriptor we own, with an int argument.
+        let sealed = unsafe {
+            libc::fcntl(
+                fd.as_raw_fd(),
+                libc::F_ADD_SEALS,
+                libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL,
+            )
+        };
+        if sealed != 0 {
+            return Err(io::Error::last_os_error());
+        }
         let word = map(fd.as_raw_fd(), true)?;
         Ok(SharedCounter {
             word,
@@ -81,22 +101,46 @@ impl SharedCounter {
 
     /// Maps, read-only, the counter that process `pid` created and holds
     /// as descriptor `fd`. Refuses anything but a regular file of the
-    /// counter's size (a lying peer cannot make us block on a FIFO or map
-    /// a device).
+    /// counter's size whose size is sealed: a lying peer cannot make us
+    /// block on a FIFO, open a device, or map a file it can truncate
+    /// under us (`SIGBUS`).
+    ///
+    /// The path is first opened with `O_PATH`, which opens nothing (no
+    /// FIFO or device open, no blocking), and checked (`fstat`); only a
+    /// regular file of the right size is then opened read-only through
+    /// `/proc/self/fd`, and its seals checked before it is mapped.
     pub fn open(pid: u32, fd: RawFd) -> io::Result<SharedCounter> {
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
         let path = format!("/proc/{pid}/fd/{fd}");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path)?;
-        let meta = file.metadata()?;
-        let ft = meta.file_type();
-        if !ft.is_file() || ft.is_fifo() || meta.len() != LEN as u64 {
-            return Err(io::Error::new(
+        let refuse = |why: &str| {
+            io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{path} is not a fabriq counter"),
-            ));
+                format!("{path} is not a fabriq counter: {why}"),
+            )
+        };
+        let handle = open_path(&path, libc::O_PATH)?;
+        // SAFETY: an all-zero stat is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: handle is an open (O_PATH) descriptor; st is writable.
+        if unsafe { libc::fstat(handle.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(refuse("not a regular file"));
+        }
+        if st.st_size != LEN as libc::off_t {
+            return Err(refuse(&format!("{} bytes, not {LEN}", st.st_size)));
+        }
+        // The same file, now opened for reading (regular: no blocking).
+        let file = open_path(
+            &format!("/proc/self/fd/{}", handle.as_raw_fd()),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+        )?;
+        drop(handle);
+        // SAFETY: fcntl on a descriptor we own, no argument.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        let needed = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+        if seals < 0 || seals & needed != needed {
+            return Err(refuse("its size is not sealed"));
         }
         let word = map(file.as_raw_fd(), false)?;
         Ok(SharedCounter {
@@ -142,6 +186,19 @@ impl SharedCounter {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1));
         }
     }
+}
+
+/// `open(2)` of `path` with `flags` (and `O_CLOEXEC`).
+fn open_path(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(path).map_err(io::Error::other)?;
+    // SAFETY: a NUL-terminated path and flags; no mode (no O_CREAT). The
+    // result is checked and owned at once.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn map(fd: RawFd, writable: bool) -> io::Result<NonNull<AtomicU32>> {
@@ -240,8 +297,93 @@ mod tests {
         assert!(SharedCounter::open(std::process::id(), file.as_raw_fd()).is_err());
     }
 
+    /// Runs `SharedCounter::open` on our own descriptor `fd` on another
+    /// thread, failing the test if it blocks for 10 s.
+    fn open_bounded(fd: RawFd) -> io::Result<SharedCounter> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(SharedCounter::open(std::process::id(), fd));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("SharedCounter::open blocked")
+    }
+
+    fn memfd(len: u64) -> File {
+        // SAFETY: a NUL-terminated name, checked result, owned at once.
+        let fd = unsafe { libc::memfd_create(c"fabriq-ofi-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "{}", io::Error::last_os_error());
+        // SAFETY: just created, owned by no one else.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(len).unwrap();
+        file
+    }
+
+    #[test]
+    fn an_unsealed_memfd_of_the_right_size_is_refused() {
+        // A peer that could shrink the file under our mapping would kill us
+        // with SIGBUS at the next load.
+        let unsealed = memfd(LEN as u64);
+        let err = open_bounded(unsealed.as_raw_fd()).expect_err("an unsealed memfd was mapped");
+        assert!(err.to_string().contains("not sealed"), "{err}");
+        let wrong = tempfile_of(LEN as u64);
+        assert!(
+            open_bounded(wrong.as_raw_fd()).is_err(),
+            "a plain file of the right size was mapped"
+        );
+    }
+
+    #[test]
+    fn a_fifo_a_directory_or_a_file_of_the_wrong_size_is_refused_without_blocking() {
+        let dir = std::env::temp_dir().join(format!(
+            "fabriq-ofi-fifo-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Held open read-write (without blocking), as a peer would.
+        let held = open_path(fifo.to_str().unwrap(), libc::O_RDWR | libc::O_NONBLOCK).unwrap();
+        let err = open_bounded(held.as_raw_fd()).expect_err("a FIFO was mapped");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let d = File::open(&dir).unwrap();
+        let err = open_bounded(d.as_raw_fd()).expect_err("a directory was mapped");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        for len in [0, 100, LEN as u64 + 1, 1 << 20] {
+            let f = memfd(len);
+            let err = open_bounded(f.as_raw_fd()).expect_err("a file of the wrong size");
+            assert!(err.to_string().contains("bytes, not"), "{len}: {err}");
+        }
+        drop(held);
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn our_counter_cannot_be_truncated_under_a_peer() {
+        let owner = SharedCounter::create().unwrap();
+        let peer = open_bounded(owner.fd().unwrap()).expect("our own counter opens");
+        owner.increment();
+        // Whoever holds the descriptor (the owner, or a process that opened
+        // it through /proc read-write) cannot change its size.
+        let file = File::from(owner.fd.as_ref().unwrap().try_clone().unwrap());
+        assert!(file.set_len(0).is_err(), "the counter was truncated");
+        assert!(file.set_len(2 * LEN as u64).is_err(), "the counter grew");
+        // SAFETY: fcntl on a descriptor we own, with an int argument.
+        let unseal =
+            unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_WRITE) };
+        assert_ne!(unseal, 0, "seals can still be added");
+        assert_eq!(peer.load(), 1, "the peer's mapping is intact");
+    }
+
     fn tempfile_of(len: u64) -> File {
-        let path = std::env::temp_dir().join(format!("fabriq-ofi-shared-{}", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "fabriq-ofi-shared-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)

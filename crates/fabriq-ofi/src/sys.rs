@@ -118,7 +118,7 @@ shim! {
     pub fn fabriq_ofi_close_mr(m: *mut fid_mr) -> c_int;
 
     pub fn fabriq_ofi_cq_open(domain: *mut fid_domain, size: usize, format: c_int, wait_obj: c_int, cq: *mut *mut fid_cq) -> c_int;
-    pub fn fabriq_ofi_cq_read(cq: *mut fid_cq, format: c_int, out: *mut fabriq_ofi_completion, count: usize) -> isize;
+    pub fn fabriq_ofi_cq_read(cq: *mut fid_cq, format: c_int, out: *mut fabriq_ofi_completion, count: usize, src: *mut u64) -> isize;
     pub fn fabriq_ofi_cq_readerr(cq: *mut fid_cq, op_context: *mut *mut c_void, flags: *mut u64, len: *mut usize, olen: *mut usize, data: *mut u64, tag: *mut u64, err: *mut c_int, prov_errno: *mut c_int, msg: *mut c_char, msg_len: usize) -> isize;
     pub fn fabriq_ofi_cq_wait_fd(cq: *mut fid_cq, fd: *mut c_int) -> c_int;
     pub fn fabriq_ofi_cq_trywait(fabric: *mut fid_fabric, cq: *mut fid_cq) -> c_int;
@@ -225,14 +225,17 @@ pub const FI_ECANCELED: i32 = libc::ECANCELED;
 pub const FI_EAVAIL: i32 = 259;
 pub const FI_ETRUNC: i32 = 265;
 pub const FI_ETOOSMALL: i32 = 257;
+pub const FI_ENOKEY: i32 = 266;
 
 pub const FI_ADDR_UNSPEC: u64 = u64::MAX;
+pub const FI_ADDR_NOTAVAIL: u64 = u64::MAX;
 
 pub const FI_EP_MSG: i32 = 1;
 pub const FI_EP_RDM: i32 = 3;
 pub const FI_PROGRESS_AUTO: i32 = 1;
 pub const FI_PROGRESS_MANUAL: i32 = 2;
 pub const FI_THREAD_SAFE: i32 = 1;
+pub const FI_THREAD_DOMAIN: i32 = 3;
 pub const FI_WAIT_NONE: i32 = 0;
 pub const FI_WAIT_FD: i32 = 3;
 pub const FI_CQ_FORMAT_DATA: i32 = 3;

@@ -161,7 +161,7 @@ fn exchange(provider: &str, count: usize) {
                     drop(page);
                     sent_done += 1;
                 }
-                Event::Received { page, data } => {
+                Event::Received { page, data, .. } => {
                     let seq = data.expect("CQ data carries the sequence number") as usize;
                     assert!(seq < count && !seen[seq], "{provider}: message {seq} twice");
                     seen[seq] = true;
@@ -469,7 +469,7 @@ fn rma_read(provider: &str) {
     );
     let lent = fabriq_ofi::Lent::new(&da, data.slice(1000..2_001_000)).unwrap();
     assert_eq!(lent.len(), 2_000_000);
-    let pool = fabriq_ofi::ReadPool::new(&db, 16 << 20);
+    let pool = fabriq_ofi::ReadPool::new(&db, 16 << 20, 16 << 20);
     for round in 0..3u64 {
         // The first operation to a new peer is EAGAIN until both sides
         // progressed (connection setup).

@@ -21,8 +21,13 @@ fn the_library_fabriq_ofi_library_names_is_the_one_opened() {
         assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
         return;
     }
+    // SAFETY: getauxval reads the process's auxiliary vector.
+    let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
+    eprintln!("AT_SECURE={}", u8::from(secure));
     match std::env::var("FABRIQ_OFI_LIBRARY") {
-        Ok(path) if path.contains("no-such-dir") => {
+        // A set-user-ID or set-group-ID program does not take the library
+        // from its environment (secure_getenv): the default one opens.
+        Ok(path) if path.contains("no-such-dir") && !secure => {
             let err = getinfo(&Hints::new().provider("tcp")).unwrap_err();
             assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
             let text = err.to_string();
@@ -51,7 +56,11 @@ fn the_library_fabriq_ofi_library_names_is_the_one_opened() {
 }
 
 fn child(library: &str) {
-    let exe = std::env::current_exe().unwrap();
+    child_of(&std::env::current_exe().unwrap(), library);
+}
+
+/// Runs [`CASE`] in `exe` with `FABRIQ_OFI_LIBRARY=library`; its output.
+fn child_of(exe: &std::path::Path, library: &str) -> String {
     let out = Command::new(exe)
         .args([CASE, "--exact", "--nocapture", "--test-threads=1"])
         .env("FABRIQ_OFI_LIBRARY", library)
@@ -67,6 +76,37 @@ fn child(library: &str) {
         "child with FABRIQ_OFI_LIBRARY={library}:\n{text}"
     );
     assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    text
+}
+
+/// A set-group-ID copy of this test binary (AT_SECURE) is given a library
+/// that cannot be opened through FABRIQ_OFI_LIBRARY: it must not take it
+/// (whoever starts a privileged program must not choose what it loads),
+/// and opens the default library.
+#[test]
+fn a_privileged_program_does_not_take_the_library_from_its_environment() {
+    use std::os::unix::fs::PermissionsExt;
+    if !fabriq_ofi::compiled_in() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: cannot make a set-group-ID program here; not checked");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let copy = exe.with_file_name(format!("loading-setgid-{}", std::process::id()));
+    std::fs::copy(&exe, &copy).unwrap();
+    // Group nogroup: the copy runs with another effective group than ours.
+    std::os::unix::fs::chown(&copy, Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o2755)).unwrap();
+    let text = child_of(&copy, "/no-such-dir/libfabric.so.1");
+    std::fs::remove_file(&copy).unwrap();
+    if text.contains("AT_SECURE=0") {
+        eprintln!("the file system ignores set-group-ID bits; not checked");
+        return;
+    }
+    assert!(text.contains("AT_SECURE=1"), "{text}");
 }
 
 #[test]

@@ -78,8 +78,8 @@ pub fn pair_sized(
         let ep = PagedEndpoint::open(&domain, &info, config).expect("endpoint");
         (domain, pool, ep)
     };
-    let (da, pa, ea) = mk(page_a);
-    let (db, pb, eb) = mk(page_b);
+    let (da, pa, mut ea) = mk(page_a);
+    let (db, pb, mut eb) = mk(page_b);
     let name_a = ea.name().expect("name a");
     let name_b = eb.name().expect("name b");
     let peer_b = ea.insert_peer(&name_b).expect("insert b");

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
 use mio::Token;
 
+use super::conn::Limits;
 use super::rx::{Claim, Inbox, PageBuf};
 use super::tx::{PageFill, HEADER_ROOM};
 use super::wake::{self, Ringer};
@@ -208,7 +209,14 @@ impl Node {
             ep,
             reads: 0,
             domain: domain.clone(),
-            reads_pool: fabriq_ofi::ReadPool::new(&domain, READ_POOL_BYTES),
+            // No connection reads more than the default cap in one go
+            // (each may lower it with ZMQ_MAXMSGSIZE): the pool refuses
+            // longer buffers before mapping them.
+            reads_pool: fabriq_ofi::ReadPool::new(
+                &domain,
+                READ_POOL_BYTES,
+                usize::try_from(Limits::default().read_max).unwrap_or(usize::MAX),
+            ),
             posted,
             pool,
             conns: HashMap::new(),
@@ -315,7 +323,10 @@ impl Node {
     pub(crate) fn authenticate(&self, key: u32, address: &[u8]) -> Result<FiAddr, String> {
         let mut s = self.lock();
         let addr = s.ep.insert_peer(address).map_err(|e| e.to_string())?;
-        let source = s.ep_reports_sources().then_some(addr.0);
+        // A connection to this very endpoint (two sockets of one context)
+        // cannot be told apart by source: its pages arrive without one,
+        // like a stranger's, and are claimed by token and sequence alone.
+        let source = (s.ep_reports_sources() && s.ep.own_entry() != Some(addr)).then_some(addr.0);
         let c = s.conns.get_mut(&key).ok_or("no such connection")?;
         c.peer = Some(addr);
         c.inbox.authenticate(source);
@@ -341,6 +352,15 @@ impl Node {
                 keys.retain(|k| *k != key);
                 if keys.is_empty() {
                     s.by_peer.remove(&addr);
+                    // No connection speaks for that address any more: its
+                    // pages arrive without a source from now on (and are
+                    // dropped) until a handshake inserts it again. Our own
+                    // entry stays.
+                    if s.ep.own_entry() != Some(addr) {
+                        if let Err(e) = s.ep.remove_peer(addr) {
+                            tracing::debug!("cannot retire a fabric peer: {e}");
+                        }
+                    }
                 }
             }
         }
@@ -502,9 +522,11 @@ fn random_token() -> std::io::Result<u64> {
 }
 
 impl NodeState {
-    /// Whether received completions carry their source address.
+    /// Whether received completions carry their source address
+    /// (FI_SOURCE): then a page is offered only to the connections
+    /// authenticated for that address.
     fn ep_reports_sources(&self) -> bool {
-        false
+        self.ep.has_source()
     }
 
     /// Keeps `posted` receives posted, as far as the pool allows.
@@ -532,16 +554,22 @@ impl NodeState {
         let mut events = std::mem::take(&mut self.events);
         loop {
             events.clear();
-            match self.ep.poll(&mut events, 256) {
+            let polled = self.ep.poll(&mut events, 256);
+            // Every completion read is in `events`, an error or not: file
+            // them all (a send's page, a read's buffer) before stopping.
+            let any = !events.is_empty();
+            for event in events.drain(..) {
+                self.file(event, ready);
+            }
+            match polled {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!("fabric completion queue: {e}");
-                    break;
+                    if !any {
+                        break;
+                    }
                 }
-            }
-            for event in events.drain(..) {
-                self.file(event, ready);
             }
             // Post again before the next read drives the provider: what
             // arrives while no receive is posted, tcp;ofi_rxm keeps in a
@@ -581,13 +609,21 @@ impl NodeState {
     fn file(&mut self, event: fabriq_ofi::Event, ready: &mut Vec<Token>) {
         use fabriq_ofi::Event::*;
         match event {
-            Received { page, data } => {
+            Received { page, data, src } => {
                 let Some(data) = data else {
                     self.unclaimed += 1;
                     tracing::debug!("a fabric page without CQ data: dropped");
                     return;
                 };
-                self.claim(data, None, page, ready);
+                // The provider names every source it knows: a page without
+                // one comes from an address no handshake authenticated, or
+                // from this endpoint itself. Only connections to ourselves
+                // (by token) may take it.
+                let src = match src {
+                    None if self.ep_reports_sources() => self.ep.own_entry(),
+                    src => src,
+                };
+                self.claim(data, src, page, ready);
             }
             // A send's tag is the key of the connection it was for.
             Sent { page, tag, .. } => {
