@@ -1,0 +1,152 @@
+//! `zmq_poll`, `zmq_proxy`, `zmq_proxy_steerable` and the old
+//! `zmq_device`.
+
+use std::ffi::{c_int, c_long, c_short, c_void};
+
+use fabriq::{PollEvents, PollItem, Socket};
+
+use crate::socket::{held, Kind};
+use crate::util::int_result;
+
+/// libzmq's `zmq_pollitem_t` (Linux layout).
+#[repr(C)]
+pub struct ZmqPollItem {
+    /// A socket handle, or null to poll `fd`.
+    pub socket: *mut c_void,
+    /// A file descriptor, used when `socket` is null.
+    pub fd: c_int,
+    /// `ZMQ_POLLIN | ZMQ_POLLOUT | ZMQ_POLLERR` to wait for.
+    pub events: c_short,
+    /// What happened.
+    pub revents: c_short,
+}
+
+/// The plain socket behind a handle; thread-safe sockets cannot be polled
+/// with `zmq_poll` (ENOTSUP, as libzmq).
+///
+/// # Safety
+///
+/// As `held`.
+unsafe fn plain<'a>(p: *mut c_void) -> Result<&'a Socket, c_int> {
+    // SAFETY: forwarded contract.
+    match &unsafe { held(p) }?.kind {
+        Kind::Plain(s) => Ok(s),
+        Kind::Safe(_) => Err(libc::ENOTSUP),
+    }
+}
+
+/// Waits until one of `nitems` items is ready or `timeout` ms pass (-1:
+/// forever); returns how many are ready.
+///
+/// # Safety
+///
+/// `items` points to `nitems` `zmq_pollitem_t`s (or is null with `nitems`
+/// 0) whose sockets came from `zmq_socket` and are not used by another
+/// thread during the call.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_poll(
+    items: *mut ZmqPollItem,
+    nitems: c_int,
+    timeout: c_long,
+) -> c_int {
+    int_result(|| {
+        if nitems < 0 || (items.is_null() && nitems > 0) {
+            return Err(libc::EFAULT);
+        }
+        if nitems == 0 {
+            if timeout != 0 {
+                let ms = if timeout < 0 {
+                    u64::MAX / 4
+                } else {
+                    timeout as u64
+                };
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
+            return Ok(0);
+        }
+        // SAFETY: non-null, `nitems` items, exclusive for the call.
+        let items = unsafe { std::slice::from_raw_parts_mut(items, nitems as usize) };
+        let mut polled = Vec::with_capacity(items.len());
+        for it in items.iter() {
+            let ev = PollEvents::from_bits_truncate(it.events);
+            polled.push(if it.socket.is_null() {
+                PollItem::from_fd(it.fd, ev)
+            } else {
+                // SAFETY: forwarded contract.
+                unsafe { plain(it.socket) }?.as_poll_item(ev)
+            });
+        }
+        let n = fabriq::poll(&mut polled, timeout).map_err(|e| e.to_raw())?;
+        for (it, p) in items.iter_mut().zip(&polled) {
+            it.revents = p.get_revents().bits();
+        }
+        Ok(n)
+    })
+}
+
+/// Forwards messages between `frontend` and `backend` (copies to
+/// `capture` if not null) until the context ends (-1, ETERM).
+///
+/// # Safety
+///
+/// The sockets are null or came from `zmq_socket`, used by no other
+/// thread during the call.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_proxy(
+    frontend: *mut c_void,
+    backend: *mut c_void,
+    capture: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { zmq_proxy_steerable(frontend, backend, capture, std::ptr::null_mut()) }
+}
+
+/// `zmq_proxy` steered by `control` (if not null): PAUSE, RESUME,
+/// TERMINATE (returns 0), STATISTICS.
+///
+/// # Safety
+///
+/// As `zmq_proxy`.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_proxy_steerable(
+    frontend: *mut c_void,
+    backend: *mut c_void,
+    capture: *mut c_void,
+    control: *mut c_void,
+) -> c_int {
+    int_result(|| {
+        // SAFETY: forwarded contract.
+        let (f, b) = unsafe { (plain(frontend)?, plain(backend)?) };
+        // SAFETY: forwarded contract.
+        let cap = (!capture.is_null())
+            .then(|| unsafe { plain(capture) })
+            .transpose()?;
+        // SAFETY: forwarded contract.
+        let ctl = (!control.is_null())
+            .then(|| unsafe { plain(control) })
+            .transpose()?;
+        let r = match (cap, ctl) {
+            (None, None) => fabriq::proxy(f, b),
+            (Some(c), None) => fabriq::proxy_with_capture(f, b, c),
+            (None, Some(k)) => fabriq::proxy_steerable(f, b, k),
+            (Some(c), Some(k)) => fabriq::proxy_steerable_with_capture(f, b, c, k),
+        };
+        r.map_err(|e| e.to_raw())?;
+        Ok(0)
+    })
+}
+
+/// The old `zmq_device`: a proxy (the type is ignored, as in libzmq).
+///
+/// # Safety
+///
+/// As `zmq_proxy`.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_device(
+    _type: c_int,
+    frontend: *mut c_void,
+    backend: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { zmq_proxy(frontend, backend, std::ptr::null_mut()) }
+}
