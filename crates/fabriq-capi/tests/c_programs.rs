@@ -1,0 +1,43 @@
+//! C programs written for libzmq, compiled with `cc` against the crate's
+//! zmq.h and libzmq.so.5 (a prefix like `scripts/capi` makes) and run.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+fn run_c(name: &str) {
+    let program = common::compile_c(name);
+    common::run_ok(&mut Command::new(&program), Duration::from_secs(60), name);
+}
+
+/// REQ/REP, PUSH/PULL, PUB/SUB over tcp, ipc and inproc.
+#[test]
+fn patterns() {
+    run_c("patterns");
+}
+
+/// Null and closed handles, option sizes, EAGAIN, EFSM, ETERM.
+#[test]
+fn errors() {
+    run_c("errors");
+}
+
+/// zmq_poll, ZMQ_FD/ZMQ_EVENTS, free callbacks, copy/move, metadata.
+#[test]
+fn poll_and_messages() {
+    run_c("poll_msg");
+}
+
+/// The program links against the soname libzmq.so.5, as a libzmq one does.
+#[test]
+fn programs_record_the_libzmq_soname() {
+    let program = common::compile_c("patterns");
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(&program)
+        .output()
+        .expect("readelf (binutils) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[libzmq.so.5]"), "{text}");
+}
