@@ -37,11 +37,7 @@ pub fn prefix() -> &'static Path {
         assert!(so.exists(), "{} not built", so.display());
         std::fs::copy(&so, dir.join("lib/libzmq.so.5")).unwrap();
         std::os::unix::fs::symlink("libzmq.so.5", dir.join("lib/libzmq.so")).unwrap();
-        std::fs::copy(
-            crate_dir().join("include/zmq.h"),
-            dir.join("include/zmq.h"),
-        )
-        .unwrap();
+        std::fs::copy(crate_dir().join("include/zmq.h"), dir.join("include/zmq.h")).unwrap();
         dir
     })
 }
