@@ -222,8 +222,8 @@ pub unsafe extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval
                 Ok(0)
             }
             ZMQ_MAX_SOCKETS if optval >= 1 => set(&s.max_sockets),
-            ZMQ_THREAD_PRIORITY if optval >= -1 => set(&s.thread_priority),
-            ZMQ_THREAD_SCHED_POLICY if optval >= -1 => set(&s.thread_sched_policy),
+            ZMQ_THREAD_PRIORITY if optval >= 0 => set(&s.thread_priority),
+            ZMQ_THREAD_SCHED_POLICY if optval >= 0 => set(&s.thread_sched_policy),
             ZMQ_THREAD_NAME_PREFIX => set(&s.thread_name_prefix),
             ZMQ_THREAD_AFFINITY_CPU_ADD | ZMQ_THREAD_AFFINITY_CPU_REMOVE if optval >= 0 => Ok(0),
             ZMQ_MAX_MSGSZ if optval >= 0 => set(&s.max_msgsz),

@@ -282,7 +282,8 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         68 => text(s.get_socks_proxy()),
         73 => Ok(Out::Int(1)),
         75 => int(s.get_heartbeat_ivl()),
-        76 => int(s.get_heartbeat_ttl()),
+        // libzmq keeps the TTL in deciseconds.
+        76 => int(s.get_heartbeat_ttl().map(|t| t / 100 * 100)),
         77 => int(s.get_heartbeat_timeout()),
         79 => int(s.get_connect_timeout()),
         81 => flag(s.is_thread_safe()),
@@ -325,7 +326,17 @@ pub unsafe extern "C" fn zmq_getsockopt(
             h.with(|s| get(s, option))?
         };
         let bytes: Vec<u8> = match out {
-            Out::Int(x) => fixed(&x.to_ne_bytes(), room)?,
+            Out::Int(x) => {
+                // libzmq clears the whole buffer it was given before it
+                // writes an int (its test_getsockopt_memset).
+                let mut b = fixed(&x.to_ne_bytes(), room)?;
+                if room > b.len() && room <= 8 {
+                    // SAFETY: `optval` has `room` writable bytes.
+                    unsafe { std::ptr::write_bytes(optval.cast::<u8>(), 0, room) };
+                }
+                b.truncate(4);
+                b
+            }
             Out::I64(x) => fixed(&x.to_ne_bytes(), room)?,
             Out::U64(x) => fixed(&x.to_ne_bytes(), room)?,
             Out::Text(mut t) => {

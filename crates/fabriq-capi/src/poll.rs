@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_long, c_short, c_void};
 
-use fabriq::{PollEvents, PollItem, Socket};
+use fabriq::{Message, PollEvents, PollItem, Socket, DONTWAIT, POLLIN, SNDMORE};
 
 use crate::socket::{held, Kind};
 use crate::util::int_result;
@@ -125,6 +125,9 @@ pub unsafe extern "C" fn zmq_proxy_steerable(
         let ctl = (!control.is_null())
             .then(|| unsafe { plain(control) })
             .transpose()?;
+        if std::ptr::eq(f, b) {
+            return single(f, cap, ctl).map(|()| 0).map_err(|e| e.to_raw());
+        }
         let r = match (cap, ctl) {
             (None, None) => fabriq::proxy(f, b),
             (Some(c), None) => fabriq::proxy_with_capture(f, b, c),
@@ -149,4 +152,66 @@ pub unsafe extern "C" fn zmq_device(
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { zmq_proxy(frontend, backend, std::ptr::null_mut()) }
+}
+
+/// A proxy whose frontend and backend are one socket (libzmq allows it:
+/// what comes in goes back out of the same socket, as a REP or ROUTER
+/// echo service). fabriq's proxy takes two sockets, so this loop is here.
+fn single(s: &Socket, capture: Option<&Socket>, control: Option<&Socket>) -> fabriq::Result<()> {
+    let mut paused = false;
+    let (mut msgs, mut bytes) = (0u64, 0u64);
+    loop {
+        let mut items = vec![s.as_poll_item(if paused { PollEvents::empty() } else { POLLIN })];
+        if let Some(c) = control {
+            items.push(c.as_poll_item(POLLIN));
+        }
+        fabriq::poll(&mut items, -1)?;
+        let data_ready = items[0].is_readable();
+        let control_ready = items.get(1).is_some_and(PollItem::is_readable);
+        drop(items);
+        if let (true, Some(c)) = (control_ready, control) {
+            let cmd = c.recv_msg(DONTWAIT)?;
+            if let Some(cap) = capture {
+                cap.send(Message::from(&cmd[..]), 0)?;
+            }
+            match &cmd[..] {
+                b"PAUSE" => paused = true,
+                b"RESUME" => paused = false,
+                b"TERMINATE" => return Ok(()),
+                b"STATISTICS" => {
+                    // Messages and bytes in from the frontend, out to the
+                    // frontend, in from the backend, out to the backend:
+                    // here one socket is both.
+                    let stats = [msgs, bytes, msgs, bytes, msgs, bytes, msgs, bytes];
+                    for (i, v) in stats.iter().enumerate() {
+                        let more = if i + 1 < stats.len() { SNDMORE } else { 0 };
+                        c.send(Message::from(&v.to_ne_bytes()[..]), more)?;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if data_ready && !paused {
+            loop {
+                let part = match s.recv_msg(DONTWAIT) {
+                    Ok(p) => p,
+                    Err(fabriq::Error::EAGAIN) => break,
+                    Err(e) => return Err(e),
+                };
+                let more = if part.get_more() { SNDMORE } else { 0 };
+                bytes += part.len() as u64;
+                if more == 0 {
+                    msgs += 1;
+                }
+                if let Some(cap) = capture {
+                    cap.send(Message::from(&part[..]), more)?;
+                }
+                s.send(part, more)?;
+                if more == 0 {
+                    break;
+                }
+            }
+        }
+    }
 }

@@ -267,6 +267,10 @@ macro_rules! endpoint_call {
                 let h = unsafe { held(socket) }?;
                 // SAFETY: forwarded contract.
                 let ep = unsafe { self::endpoint(endpoint) }?;
+                // An abstract ipc name must not be empty (libzmq: EINVAL).
+                if ep == "ipc://@" {
+                    return Err(libc::EINVAL);
+                }
                 h.with(|s| s.$method(ep)).map_err(|e| e.to_raw())?;
                 Ok(0)
             })
