@@ -6,9 +6,10 @@ use std::ffi::{c_int, c_void};
 use fabriq::Message;
 
 use crate::socket::held;
-use crate::util::{fail, fail_with, guard};
+use crate::util::{fail, guard};
 
-/// Sends `count` buffers as one multipart message (copied).
+/// Sends `count` buffers (copied), each with `flags`, the last without
+/// `ZMQ_SNDMORE`; returns the last one's size.
 ///
 /// # Safety
 ///
@@ -32,7 +33,7 @@ pub unsafe extern "C" fn zmq_sendiov(
         }
         // SAFETY: non-null, `count` iovecs.
         let parts = unsafe { std::slice::from_raw_parts(iov, count) };
-        let mut total = 0usize;
+        let mut last = 0usize;
         for (i, p) in parts.iter().enumerate() {
             let data: &[u8] = if p.iov_len == 0 {
                 &[]
@@ -42,13 +43,20 @@ pub unsafe extern "C" fn zmq_sendiov(
                 // SAFETY: non-null, `iov_len` readable bytes.
                 unsafe { std::slice::from_raw_parts(p.iov_base.cast(), p.iov_len) }
             };
-            let more = if i + 1 < count { fabriq::SNDMORE } else { 0 };
-            if let Err(e) = h.send(Message::from(data), flags | more) {
-                return fail_with(e);
+            // As libzmq: the caller's flags go with every part, except
+            // that the last part never has SNDMORE.
+            let f = if i + 1 == count {
+                flags & !fabriq::SNDMORE
+            } else {
+                flags
+            };
+            if let Err(e) = h.send(Message::from(data), f) {
+                return fail(e);
             }
-            total += p.iov_len;
+            last = p.iov_len;
         }
-        total.min(c_int::MAX as usize) as c_int
+        // libzmq returns the size of the last part.
+        last.min(c_int::MAX as usize) as c_int
     })
 }
 
@@ -81,11 +89,10 @@ pub unsafe extern "C" fn zmq_recviov(
         // SAFETY: non-null, `room` iovecs.
         let parts = unsafe { std::slice::from_raw_parts_mut(iov, room) };
         let mut n = 0;
-        let mut total = 0usize;
         while n < room {
             let m = match h.recv(flags) {
                 Ok(m) => m,
-                Err(e) => return fail_with(e),
+                Err(e) => return fail(e),
             };
             // SAFETY: plain malloc of at least one byte; checked below.
             let buf = unsafe { libc::malloc(m.len().max(1)) };
@@ -99,13 +106,13 @@ pub unsafe extern "C" fn zmq_recviov(
                 iov_len: m.len(),
             };
             n += 1;
-            total += m.len();
             if !m.get_more() {
                 break;
             }
         }
         // SAFETY: non-null, checked above.
         unsafe { *count = n };
-        total.min(c_int::MAX as usize) as c_int
+        // libzmq returns the number of parts received.
+        n.min(c_int::MAX as usize) as c_int
     })
 }

@@ -20,3 +20,4 @@ pub mod poller;
 pub mod socket;
 pub mod timers;
 pub mod util;
+pub mod wait;

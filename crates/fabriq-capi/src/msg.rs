@@ -12,7 +12,7 @@ use bytes::Bytes;
 use fabriq::Message;
 
 use crate::socket::held;
-use crate::util::{c_str, fail, fail_with, guard, int_result};
+use crate::util::{c_str, fail, guard, int_result};
 
 const MSG_LIVE: u32 = 0x1BAD_F00D;
 const MSG_DEAD: u32 = 0;
@@ -275,8 +275,14 @@ pub unsafe extern "C" fn zmq_msg_init_data(
             ffn,
             hint,
         };
+        // Without a free function the data is the caller's constant:
+        // libzmq reports such a message as shared.
+        let flags = if ffn.is_none() { SHARED } else { 0 };
         let mut m = empty();
-        m.set(Some(Inner::new(Message::from(Bytes::from_owner(owner)))), 0);
+        m.set(
+            Some(Inner::new(Message::from(Bytes::from_owner(owner)))),
+            flags,
+        );
         // SAFETY: non-null, writable.
         unsafe { msg.write(m) };
         Ok(0)
@@ -537,7 +543,7 @@ pub unsafe extern "C" fn zmq_msg_send(
                 m.flags = 0;
                 len.min(c_int::MAX as usize) as c_int
             }
-            Err(e) => fail_with(e),
+            Err(e) => fail(e),
         }
     })
 }
@@ -574,7 +580,7 @@ pub unsafe extern "C" fn zmq_msg_recv(
                 inner.strings.clear();
                 len.min(c_int::MAX as usize) as c_int
             }
-            Err(e) => fail_with(e),
+            Err(e) => fail(e),
         }
     })
 }

@@ -17,6 +17,8 @@ use crate::util::int_result;
 #[derive(Default)]
 pub struct Extra {
     recorded: HashMap<c_int, c_int>,
+    /// `ZMQ_BINDTODEVICE`: recorded and read back, not applied.
+    bindtodevice: Vec<u8>,
 }
 
 /// Options recorded without effect, with libzmq's defaults.
@@ -29,6 +31,8 @@ const RECORDED: &[(c_int, c_int)] = &[
 ];
 
 type R<T> = Result<T, c_int>;
+
+const ZMQ_BINDTODEVICE: c_int = 92;
 
 fn ok(r: fabriq::Result<()>) -> R<()> {
     r.map_err(|e| e.to_raw())
@@ -108,6 +112,15 @@ pub unsafe extern "C" fn zmq_setsockopt(
                 .unwrap_or_else(|e| e.into_inner())
                 .recorded
                 .insert(option, x);
+            return Ok(0);
+        }
+        if option == ZMQ_BINDTODEVICE {
+            let name = v.text()?;
+            if name.len() > 15 {
+                return Err(libc::EINVAL);
+            }
+            let mut extra = h.extra.lock().unwrap_or_else(|e| e.into_inner());
+            extra.bindtodevice = name.as_bytes().to_vec();
             return Ok(0);
         }
         h.with(|s| set(s, option, &v))?;
@@ -322,6 +335,9 @@ pub unsafe extern "C" fn zmq_getsockopt(
         let out = if let Some(&(_, dflt)) = RECORDED.iter().find(|(o, _)| *o == option) {
             let extra = h.extra.lock().unwrap_or_else(|e| e.into_inner());
             Out::Int(*extra.recorded.get(&option).unwrap_or(&dflt))
+        } else if option == ZMQ_BINDTODEVICE {
+            let extra = h.extra.lock().unwrap_or_else(|e| e.into_inner());
+            Out::Text(extra.bindtodevice.clone())
         } else {
             h.with(|s| get(s, option))?
         };

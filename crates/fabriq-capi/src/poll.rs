@@ -2,6 +2,7 @@
 //! `zmq_device`.
 
 use std::ffi::{c_int, c_long, c_short, c_void};
+use std::time::{Duration, Instant};
 
 use fabriq::{Message, PollEvents, PollItem, Socket, DONTWAIT, POLLIN, SNDMORE};
 
@@ -66,23 +67,96 @@ pub unsafe extern "C" fn zmq_poll(
         }
         // SAFETY: non-null, `nitems` items, exclusive for the call.
         let items = unsafe { std::slice::from_raw_parts_mut(items, nitems as usize) };
-        let mut polled = Vec::with_capacity(items.len());
+        let mut sockets = Vec::with_capacity(items.len());
         for it in items.iter() {
-            let ev = PollEvents::from_bits_truncate(it.events);
-            polled.push(if it.socket.is_null() {
-                PollItem::from_fd(it.fd, ev)
+            sockets.push(if it.socket.is_null() {
+                None
             } else {
                 // SAFETY: forwarded contract.
-                unsafe { plain(it.socket) }?.as_poll_item(ev)
+                Some(unsafe { plain(it.socket) }?)
             });
         }
-        let n = fabriq::poll(&mut polled, timeout).map_err(|e| e.to_raw())?;
-        for (it, p) in items.iter_mut().zip(&polled) {
-            it.revents = p.get_revents().bits();
-        }
-        Ok(n)
+        poll_items(items, &sockets, timeout)
     })
 }
+
+/// `zmq_poll`'s loop: sockets' readiness from their events, raw
+/// descriptors and the sockets' wake-up descriptors through poll(2), which
+/// a signal interrupts (EINTR), as in libzmq.
+fn poll_items(items: &mut [ZmqPollItem], sockets: &[Option<&Socket>], timeout: c_long) -> Result<c_int, c_int> {
+    let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(items.len());
+    loop {
+        let mut ready = 0;
+        fds.clear();
+        for (it, s) in items.iter_mut().zip(sockets) {
+            it.revents = 0;
+            match s {
+                Some(s) => {
+                    let ev = s.get_events().map_err(|e| e.to_raw())?;
+                    it.revents = ev.bits() & it.events & (ZMQ_POLLIN | ZMQ_POLLOUT);
+                    if it.revents != 0 {
+                        ready += 1;
+                    }
+                    let fd = s.get_fd().map_err(|e| e.to_raw())?;
+                    fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+                }
+                None => {
+                    let mut events = 0;
+                    if it.events & ZMQ_POLLIN != 0 {
+                        events |= libc::POLLIN;
+                    }
+                    if it.events & ZMQ_POLLOUT != 0 {
+                        events |= libc::POLLOUT;
+                    }
+                    if it.events & ZMQ_POLLPRI != 0 {
+                        events |= libc::POLLPRI;
+                    }
+                    fds.push(libc::pollfd { fd: it.fd, events, revents: 0 });
+                }
+            }
+        }
+        // With a socket ready, raw descriptors are only looked at.
+        let wait = if ready > 0 { Some(Instant::now()) } else { deadline };
+        let n = crate::wait::wait_fds(&mut fds, wait)?;
+        if n > 0 {
+            for ((it, s), fd) in items.iter_mut().zip(sockets).zip(&fds) {
+                if s.is_some() {
+                    continue;
+                }
+                let r = fd.revents;
+                let mut ev = 0;
+                if r & libc::POLLIN != 0 {
+                    ev |= ZMQ_POLLIN;
+                }
+                if r & libc::POLLOUT != 0 {
+                    ev |= ZMQ_POLLOUT;
+                }
+                if r & libc::POLLPRI != 0 {
+                    ev |= ZMQ_POLLPRI;
+                }
+                if r & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                    ev |= ZMQ_POLLERR;
+                }
+                it.revents = ev & (it.events | ZMQ_POLLERR);
+                if it.revents != 0 {
+                    ready += 1;
+                }
+            }
+        }
+        if ready > 0 {
+            return Ok(ready);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(0);
+        }
+    }
+}
+
+const ZMQ_POLLIN: c_short = 1;
+const ZMQ_POLLOUT: c_short = 2;
+const ZMQ_POLLERR: c_short = 4;
+const ZMQ_POLLPRI: c_short = 8;
 
 /// Forwards messages between `frontend` and `backend` (copies to
 /// `capture` if not null) until the context ends (-1, ETERM).

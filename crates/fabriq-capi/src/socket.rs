@@ -19,7 +19,7 @@ use fabriq::{Message, Socket, SocketType, ThreadSafeSocket};
 
 use crate::ctx::CtxState;
 use crate::options::Extra;
-use crate::util::{c_str, fail, fail_with, guard, int_result};
+use crate::util::{c_str, fail, guard, int_result};
 
 const SOCK_LIVE: u32 = 0xBABE_FACE;
 const SOCK_DEAD: u32 = 0xDEAD_FACE;
@@ -51,19 +51,32 @@ impl Held {
         }
     }
 
-    /// Sends one frame, blocking as the flags and SNDTIMEO say.
-    pub fn send(&self, msg: Message, flags: c_int) -> fabriq::Result<()> {
+    /// Sends one frame, blocking as the flags and SNDTIMEO say (EINTR if
+    /// a signal comes while it waits); errno values on failure.
+    pub fn send(&self, msg: Message, flags: c_int) -> Result<(), c_int> {
         match &self.kind {
-            Kind::Plain(s) => s.send(msg, flags),
-            Kind::Safe(t) => t.send(msg, flags),
+            Kind::Plain(s) => {
+                let timeout = s.get_sndtimeo().map_err(|e| e.to_raw())?;
+                // Each try sends a clone (a reference count, or a small
+                // inline copy): a send that would block gives its message
+                // back to no one.
+                crate::wait::blocking(s, flags, timeout, fabriq::POLLOUT, |f| {
+                    s.send(msg.clone(), f)
+                })
+            }
+            Kind::Safe(t) => t.send(msg, flags).map_err(|e| e.to_raw()),
         }
     }
 
-    /// Receives one frame.
-    pub fn recv(&self, flags: c_int) -> fabriq::Result<Message> {
+    /// Receives one frame, blocking as the flags and RCVTIMEO say (EINTR if
+    /// a signal comes while it waits); errno values on failure.
+    pub fn recv(&self, flags: c_int) -> Result<Message, c_int> {
         match &self.kind {
-            Kind::Plain(s) => s.recv_msg(flags),
-            Kind::Safe(t) => t.recv_msg(flags),
+            Kind::Plain(s) => {
+                let timeout = s.get_rcvtimeo().map_err(|e| e.to_raw())?;
+                crate::wait::blocking(s, flags, timeout, fabriq::POLLIN, |f| s.recv_msg(f))
+            }
+            Kind::Safe(t) => t.recv_msg(flags).map_err(|e| e.to_raw()),
         }
     }
 }
@@ -286,20 +299,37 @@ endpoint_call!(
     /// Connects to an endpoint.
     zmq_connect => connect
 );
-endpoint_call!(
-    /// Stops accepting on an endpoint.
-    zmq_unbind => unbind
-);
+/// Stops accepting on an endpoint: the resolved one (`ZMQ_LAST_ENDPOINT`),
+/// not a wildcard (ENOENT, as libzmq).
+///
+/// # Safety
+///
+/// `socket` is null or came from `zmq_socket`; `endpoint` is null or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, endpoint: *const c_char) -> c_int {
+    int_result(|| {
+        // SAFETY: forwarded contract.
+        let h = unsafe { held(socket) }?;
+        // SAFETY: forwarded contract.
+        let ep = unsafe { self::endpoint(endpoint) }?;
+        if ep.ends_with(":*") || ep == "ipc://*" {
+            return Err(libc::ENOENT);
+        }
+        h.with(|s| s.unbind(ep)).map_err(|e| e.to_raw())?;
+        Ok(0)
+    })
+}
 endpoint_call!(
     /// Drops the connection to an endpoint.
     zmq_disconnect => disconnect
 );
 
 /// A send's byte count, or -1 with errno.
-fn sent(r: fabriq::Result<()>, len: usize) -> c_int {
+fn sent(r: Result<(), c_int>, len: usize) -> c_int {
     match r {
         Ok(()) => len.min(c_int::MAX as usize) as c_int,
-        Err(e) => fail_with(e),
+        Err(e) => fail(e),
     }
 }
 
@@ -414,16 +444,22 @@ pub unsafe extern "C" fn zmq_recv(
             unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) }
         };
         let r = match &h.kind {
-            Kind::Plain(s) => s.recv_into(out, flags),
-            Kind::Safe(t) => t.recv_msg(flags).map(|m| {
-                let n = m.len().min(out.len());
-                out[..n].copy_from_slice(&m[..n]);
-                m.len()
-            }),
+            Kind::Plain(s) => s
+                .get_rcvtimeo()
+                .map_err(|e| e.to_raw())
+                .and_then(|t| crate::wait::blocking(s, flags, t, fabriq::POLLIN, |f| s.recv_into(out, f))),
+            Kind::Safe(t) => t
+                .recv_msg(flags)
+                .map(|m| {
+                    let n = m.len().min(out.len());
+                    out[..n].copy_from_slice(&m[..n]);
+                    m.len()
+                })
+                .map_err(|e| e.to_raw()),
         };
         match r {
             Ok(n) => n.min(c_int::MAX as usize) as c_int,
-            Err(e) => fail_with(e),
+            Err(e) => fail(e),
         }
     })
 }

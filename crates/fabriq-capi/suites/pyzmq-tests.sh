@@ -39,7 +39,8 @@ for side in fabriq libzmq; do
     else
         env+=(-u LD_LIBRARY_PATH)
     fi
-    (cd "$work/run" && "${env[@]}" timeout -k 10 900 $py -m pytest tests -q -p no:cacheprovider \
+    # 60 s per test (pytest-timeout), 15 min per side.
+    (cd "$work/run" && "${env[@]}" timeout -k 10 900 $py -m pytest tests -v -p no:cacheprovider --timeout=60 \
         --junitxml="$work/$side.xml" "$@" >"$work/$side.log" 2>&1 || true)
 done
 $py "$here/junit-table.py" "$work/fabriq.xml" "$work/libzmq.xml"

@@ -4,6 +4,20 @@
 #include "check.h"
 #include <pthread.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/time.h>
+
+static void on_alarm (int sig)
+{
+    (void) sig;
+}
+
+/* Sends SIGALRM to this process in 100 ms. */
+static void alarm_soon (void)
+{
+    struct itimerval t = {{0, 0}, {0, 100000}};
+    CHECK (setitimer (ITIMER_REAL, &t, NULL) == 0);
+}
 
 static void *blocked_recv (void *s)
 {
@@ -72,6 +86,19 @@ int main (void)
     FAILS_WITH (zmq_send (s, "x", 1, ZMQ_DONTWAIT), EAGAIN);
     CHECK (zmq_setsockopt (s, ZMQ_RCVTIMEO, &(int){50}, sizeof (int)) == 0);
     FAILS_WITH (zmq_recv (s, buf, sizeof buf, 0), EAGAIN);
+
+    /* A signal interrupts a blocking receive and zmq_poll: EINTR, as in
+       libzmq (the handler is installed without SA_RESTART). */
+    struct sigaction sa;
+    memset (&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    CHECK (sigaction (SIGALRM, &sa, NULL) == 0);
+    CHECK (zmq_setsockopt (s, ZMQ_RCVTIMEO, &(int){-1}, sizeof (int)) == 0);
+    alarm_soon ();
+    FAILS_WITH (zmq_recv (s, buf, sizeof buf, 0), EINTR);
+    zmq_pollitem_t item = {s, 0, ZMQ_POLLIN, 0};
+    alarm_soon ();
+    FAILS_WITH (zmq_poll (&item, 1, -1), EINTR);
 
     /* A closed socket: ENOTSOCK, never a crash. */
     CHECK (zmq_close (s) == 0);
