@@ -83,7 +83,11 @@ pub unsafe extern "C" fn zmq_poll(
 /// `zmq_poll`'s loop: sockets' readiness from their events, raw
 /// descriptors and the sockets' wake-up descriptors through poll(2), which
 /// a signal interrupts (EINTR), as in libzmq.
-fn poll_items(items: &mut [ZmqPollItem], sockets: &[Option<&Socket>], timeout: c_long) -> Result<c_int, c_int> {
+fn poll_items(
+    items: &mut [ZmqPollItem],
+    sockets: &[Option<&Socket>],
+    timeout: c_long,
+) -> Result<c_int, c_int> {
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(items.len());
     loop {
@@ -99,7 +103,11 @@ fn poll_items(items: &mut [ZmqPollItem], sockets: &[Option<&Socket>], timeout: c
                         ready += 1;
                     }
                     let fd = s.get_fd().map_err(|e| e.to_raw())?;
-                    fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+                    fds.push(libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
                 }
                 None => {
                     let mut events = 0;
@@ -112,12 +120,20 @@ fn poll_items(items: &mut [ZmqPollItem], sockets: &[Option<&Socket>], timeout: c
                     if it.events & ZMQ_POLLPRI != 0 {
                         events |= libc::POLLPRI;
                     }
-                    fds.push(libc::pollfd { fd: it.fd, events, revents: 0 });
+                    fds.push(libc::pollfd {
+                        fd: it.fd,
+                        events,
+                        revents: 0,
+                    });
                 }
             }
         }
         // With a socket ready, raw descriptors are only looked at.
-        let wait = if ready > 0 { Some(Instant::now()) } else { deadline };
+        let wait = if ready > 0 {
+            Some(Instant::now())
+        } else {
+            deadline
+        };
         let n = crate::wait::wait_fds(&mut fds, wait)?;
         if n > 0 {
             for ((it, s), fd) in items.iter_mut().zip(sockets).zip(&fds) {

@@ -444,10 +444,9 @@ pub unsafe extern "C" fn zmq_recv(
             unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) }
         };
         let r = match &h.kind {
-            Kind::Plain(s) => s
-                .get_rcvtimeo()
-                .map_err(|e| e.to_raw())
-                .and_then(|t| crate::wait::blocking(s, flags, t, fabriq::POLLIN, |f| s.recv_into(out, f))),
+            Kind::Plain(s) => s.get_rcvtimeo().map_err(|e| e.to_raw()).and_then(|t| {
+                crate::wait::blocking(s, flags, t, fabriq::POLLIN, |f| s.recv_into(out, f))
+            }),
             Kind::Safe(t) => t
                 .recv_msg(flags)
                 .map(|m| {

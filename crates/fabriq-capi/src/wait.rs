@@ -14,7 +14,10 @@ fn left(deadline: Option<Instant>) -> c_int {
     match deadline {
         None => -1,
         Some(d) => {
-            let ms = d.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000);
+            let ms = d
+                .saturating_duration_since(Instant::now())
+                .as_micros()
+                .div_ceil(1000);
             ms.min(c_int::MAX as u128) as c_int
         }
     }
@@ -46,7 +49,8 @@ pub fn blocking<T>(
     if flags & DONTWAIT != 0 || timeout_ms == 0 {
         return op(flags | DONTWAIT).map_err(|e| e.to_raw());
     }
-    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+    let deadline =
+        (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
     let fd = s.get_fd().map_err(|e| e.to_raw())?;
     loop {
         match op(flags | DONTWAIT) {
@@ -62,7 +66,11 @@ pub fn blocking<T>(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(libc::EAGAIN);
         }
-        let mut pfd = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        let mut pfd = [libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
         wait_fds(&mut pfd, deadline)?;
     }
 }

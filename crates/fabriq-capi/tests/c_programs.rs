@@ -41,3 +41,29 @@ fn programs_record_the_libzmq_soname() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[libzmq.so.5]"), "{text}");
 }
+
+/// A cppzmq program (Debian's cppzmq-dev) built with `pkg-config --cflags
+/// --libs libzmq` against the prefix, over tcp and, with only the endpoint
+/// changed, over `ofi+shm://`.
+#[test]
+fn cppzmq_program_over_tcp_and_ofi_shm() {
+    let flags = common::pkg_config_libzmq();
+    assert!(flags.iter().any(|f| f.starts_with("-I")), "{flags:?}");
+    let out = common::prefix().join("cppzmq");
+    let status = Command::new("c++")
+        .arg("-std=c++17")
+        .arg("-o")
+        .arg(&out)
+        .arg(common::crate_dir().join("tests/c/cppzmq.cpp"))
+        .args(&flags)
+        .arg(format!(
+            "-Wl,-rpath,{}",
+            common::prefix().join("lib").display()
+        ))
+        .status()
+        .expect("c++ runs");
+    assert!(status.success());
+    for ep in ["tcp://127.0.0.1:*", "ofi+shm://127.0.0.1:*"] {
+        common::run_ok(Command::new(&out).arg(ep), Duration::from_secs(60), ep);
+    }
+}

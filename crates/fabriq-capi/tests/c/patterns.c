@@ -1,4 +1,4 @@
-/* REQ/REP, PUSH/PULL and PUB/SUB over tcp, ipc and inproc, with
+/* REQ/REP, PUSH/PULL and PUB/SUB over tcp, ipc, inproc and ofi+shm, with
    zmq_send/zmq_recv, zmq_msg_send/zmq_msg_recv and multipart. */
 #include "check.h"
 
@@ -107,8 +107,10 @@ int main (void)
 {
     void *ctx = zmq_ctx_new ();
     CHECK (ctx);
-    const char *eps[] = {"tcp://127.0.0.1:*", "ipc://*", "inproc://patterns"};
-    for (int i = 0; i < 3; i++) {
+    /* The same code over a libfabric endpoint: only the string differs. */
+    const char *eps[] = {"tcp://127.0.0.1:*", "ipc://*", "inproc://patterns",
+                         "ofi+shm://127.0.0.1:*"};
+    for (int i = 0; i < 4; i++) {
         reqrep (ctx, eps[i]);
         pushpull (ctx, eps[i]);
         pubsub (ctx, eps[i]);

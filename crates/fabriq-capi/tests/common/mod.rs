@@ -38,8 +38,32 @@ pub fn prefix() -> &'static Path {
         std::fs::copy(&so, dir.join("lib/libzmq.so.5")).unwrap();
         std::os::unix::fs::symlink("libzmq.so.5", dir.join("lib/libzmq.so")).unwrap();
         std::fs::copy(crate_dir().join("include/zmq.h"), dir.join("include/zmq.h")).unwrap();
+        std::fs::create_dir_all(dir.join("lib/pkgconfig")).unwrap();
+        let pc = std::fs::read_to_string(crate_dir().join("libzmq.pc.in"))
+            .unwrap()
+            .replace("@PREFIX@", &dir.to_string_lossy())
+            .replace("@CFLAGS@", "");
+        std::fs::write(dir.join("lib/pkgconfig/libzmq.pc"), pc).unwrap();
         dir
     })
+}
+
+/// `pkg-config --cflags --libs libzmq` with the prefix's `libzmq.pc`.
+pub fn pkg_config_libzmq() -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "libzmq"])
+        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Compiles `tests/c/NAME.c` against the prefix; returns the program.
