@@ -536,11 +536,12 @@ pub unsafe extern "C" fn zmq_msg_send(
         let out = m.get().map_or_else(Message::new, |i| i.msg.clone());
         match h.send(out, flags) {
             Ok(()) => {
-                if let Some(i) = m.get_mut() {
-                    i.msg = Message::new();
-                    i.strings.clear();
-                }
-                m.flags = 0;
+                // As libzmq, a sent message is empty again, holding no
+                // memory: C code that copies a zmq_msg_t by value (pyzmq's
+                // monitored queue does) must not end up with two structs
+                // that point to one allocation.
+                drop(m.take());
+                m.set(None, 0);
                 len.min(c_int::MAX as usize) as c_int
             }
             Err(e) => fail(e),

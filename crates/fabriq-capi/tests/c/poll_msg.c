@@ -19,6 +19,17 @@ static void free_fn (void *data, void *hint)
         zmq_atomic_counter_inc (other_thread_frees);
 }
 
+/* pyzmq's monitored queue passes zmq_msg_t structs by value (bitwise
+   copies of the caller's); libzmq leaves a sent message empty, so the
+   copies never share memory. Receives, copies and sends like it does. */
+static void relay (void *in, void *out, zmq_msg_t msg, zmq_msg_t side)
+{
+    CHECK (zmq_msg_recv (&msg, in, 0) == 3);
+    CHECK (zmq_msg_copy (&side, &msg) == 0);
+    CHECK (zmq_msg_send (&side, out, ZMQ_SNDMORE) == 3);
+    CHECK (zmq_msg_send (&msg, out, 0) == 3);
+}
+
 int main (void)
 {
     main_thread = pthread_self ();
@@ -69,6 +80,30 @@ int main (void)
     }
     CHECK (got);
     CHECK (zmq_recv (pull, buf, sizeof buf, ZMQ_DONTWAIT) == 5);
+
+    /* Messages passed by value, as pyzmq's monitored queue does. */
+    {
+        zmq_msg_t msg, side;
+        CHECK (zmq_msg_init (&msg) == 0 && zmq_msg_init (&side) == 0);
+        for (int i = 0; i < 3; i++) {
+            /* The caller's own copy and send first, as pyzmq's queue does
+               with its routing ids: `side` must hold nothing afterwards. */
+            zmq_msg_t id;
+            CHECK (zmq_msg_init_size (&id, 3) == 0);
+            memcpy (zmq_msg_data (&id), "xyz", 3);
+            CHECK (zmq_msg_copy (&side, &id) == 0);
+            CHECK (zmq_msg_send (&side, push, 0) == 3);
+            CHECK (zmq_msg_close (&id) == 0);
+            char three[8];
+            CHECK (zmq_recv (pull, three, sizeof three, 0) == 3);
+            CHECK (zmq_send (push, "abc", 3, 0) == 3);
+            relay (pull, push, msg, side);
+            char two[8];
+            CHECK (zmq_recv (pull, two, sizeof two, 0) == 3);
+            CHECK (zmq_recv (pull, two, sizeof two, 0) == 3);
+        }
+        CHECK (zmq_msg_close (&msg) == 0 && zmq_msg_close (&side) == 0);
+    }
 
     /* Zero-copy sends: each buffer is freed exactly once, after the I/O
        thread is done with it. */
