@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
-use fabriq::{Mechanism, Socket};
+use fabriq::{Mechanism, Socket, SocketType};
 
 use crate::socket::{held, socket_type_number};
 use crate::util::int_result;
@@ -140,6 +140,16 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             }
             ok(s.set_identity(v.0))
         }
+        // Subscriptions: SUB, XSUB and XPUB only (EINVAL elsewhere, as
+        // libzmq).
+        6 | 7
+            if !matches!(
+                val(s.get_socket_type())?,
+                SocketType::SUB | SocketType::XSUB | SocketType::XPUB
+            ) =>
+        {
+            Err(libc::EINVAL)
+        }
         6 => ok(s.set_subscribe(v.0)),
         7 => ok(s.set_unsubscribe(v.0)),
         8 => ok(s.set_rate(v.int()?)),
@@ -191,6 +201,8 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             let text = std::str::from_utf8(v.0).map_err(|_| libc::EINVAL)?;
             ok(s.set_xpub_welcome_msg(Some(text).filter(|t| !t.is_empty())))
         }
+        // INVERT_MATCHING: only its default (off) is available.
+        74 if v.int()? == 0 => Ok(()),
         // STREAM_NOTIFY: fabriq's STREAM always notifies.
         73 if v.int()? == 1 => Ok(()),
         75 => ok(s.set_heartbeat_ivl(v.int()?)),
@@ -294,6 +306,7 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         66 => int(s.get_handshake_ivl()),
         68 => text(s.get_socks_proxy()),
         73 => Ok(Out::Int(1)),
+        74 => Ok(Out::Int(0)),
         75 => int(s.get_heartbeat_ivl()),
         // libzmq keeps the TTL in deciseconds.
         76 => int(s.get_heartbeat_ttl().map(|t| t / 100 * 100)),
