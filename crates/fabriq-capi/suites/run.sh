@@ -6,11 +6,11 @@
 # its floor:
 #
 #   FABRIQ_CAPI_LIBZMQ_FLOOR (percent, default 70)
-#   FABRIQ_CAPI_PYZMQ_FLOOR  (percent, default 90)
+#   FABRIQ_CAPI_PYZMQ_FLOOR  (percent, default 95: the issue's target, met)
 #
-# The issue's targets are 90 % (libzmq's tests) and 95 % (pyzmq's); the
-# default floors are below what was measured (docs/capi.md) so that a
-# regression fails CI, until the targets are met and become the floors.
+# The issue's targets are 90 % (libzmq's tests) and 95 % (pyzmq's). The
+# pyzmq floor is the target; the libzmq floor is below what was measured
+# (docs/capi.md), catching regressions until the target is met.
 #
 #   run.sh PREFIX WORKDIR
 set -euo pipefail
@@ -32,7 +32,7 @@ for suite in libzmq pyzmq; do
     pct="$(share "$f" "$l")"
     floor_var="FABRIQ_CAPI_$(tr a-z A-Z <<<"$suite")_FLOOR"
     default=70
-    [ "$suite" = pyzmq ] && default=90
+    [ "$suite" = pyzmq ] && default=95
     floor="${!floor_var:-$default}"
     echo "$suite suite: fabriq passes $f, libzmq $l (of $n): $pct % (floor $floor %)"
     if [ "$pct" -lt "$floor" ]; then
