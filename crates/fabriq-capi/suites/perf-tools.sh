@@ -6,7 +6,7 @@
 # (latency: lower is better; throughput: higher is better). Each figure is
 # the median of REPS runs (default 3).
 #
-#   perf-tools.sh PREFIX WORKDIR [REPS]
+#   perf-tools.sh PREFIX WORKDIR [REPS [TOOL]]   (TOOL: only that row's tool)
 set -euo pipefail
 prefix="$(cd "$1" && pwd)"
 mkdir -p "$2"
@@ -50,9 +50,10 @@ measure() { # side tool size count
             "${env[@]}" timeout 120 "$d/local_$kind" "tcp://127.0.0.1:$port" "$size" "$count" >"$work/out.txt" &
             local pid=$!
             sleep 0.3
-            "${env[@]}" timeout 120 "$d/remote_$kind" "tcp://127.0.0.1:$port" "$size" "$count" >/dev/null
+            "${env[@]}" timeout 120 "$d/remote_$kind" "tcp://127.0.0.1:$port" "$size" "$count" >"$work/remote.txt"
             wait "$pid"
-            out="$(cat "$work/out.txt")" ;;
+            # remote_lat reports the latency, local_thr the throughput.
+            out="$(cat "$work/out.txt" "$work/remote.txt")" ;;
     esac
     case "$tool" in
         *lat) sed -n 's/^average latency: \([0-9.]*\) \[us\]/\1/p' <<<"$out" ;;
@@ -65,6 +66,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 echo "| tool | size (B) | count | libzmq 4.3.4 | fabriq | fabriq / libzmq |"
 echo "|---|---:|---:|---:|---:|---:|"
 while read -r tool size count unit; do
+    [ -n "${4:-}" ] && [ "$tool" != "$4" ] && continue
     for side in libzmq fabriq; do
         for _ in $(seq "$reps"); do measure "$side" "$tool" "$size" "$count"; done | median >"$work/$side.fig"
     done
