@@ -52,12 +52,42 @@ struct Inner {
     strings: Vec<(String, CString)>,
 }
 
+thread_local! {
+    /// Records of closed messages, reused by this thread's next ones: a
+    /// message in a send or receive loop then costs no allocation for its
+    /// record.
+    static POOL: std::cell::RefCell<Vec<Box<Inner>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many records a thread keeps.
+const POOL_MAX: usize = 32;
+
 impl Inner {
     fn new(msg: Message) -> Box<Inner> {
-        Box::new(Inner {
-            msg,
-            strings: Vec::new(),
-        })
+        let reused = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten();
+        match reused {
+            Some(mut b) => {
+                b.msg = msg;
+                b
+            }
+            None => Box::new(Inner {
+                msg,
+                strings: Vec::new(),
+            }),
+        }
+    }
+
+    /// Frees a record's message (its data, its free callback) and keeps
+    /// the record for reuse.
+    fn release(mut b: Box<Inner>) {
+        b.msg = Message::new();
+        b.strings.clear();
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOL_MAX {
+                p.push(b);
+            }
+        });
     }
 
     fn cached(&mut self, key: &str, value: &str) -> *const c_char {
@@ -72,6 +102,13 @@ impl Inner {
         let p = c.as_ptr();
         self.strings.push((key.to_string(), c));
         p
+    }
+}
+
+/// Releases a message's record, if it has one.
+fn release(b: Option<Box<Inner>>) {
+    if let Some(b) = b {
+        Inner::release(b);
     }
 }
 
@@ -299,7 +336,7 @@ pub unsafe extern "C" fn zmq_msg_close(msg: *mut ZmqMsg) -> c_int {
     int_result(|| {
         // SAFETY: forwarded contract.
         let m = unsafe { live(msg) }?;
-        drop(m.take());
+        release(m.take());
         Ok(0)
     })
 }
@@ -319,7 +356,7 @@ pub unsafe extern "C" fn zmq_msg_move(dest: *mut ZmqMsg, src: *mut ZmqMsg) -> c_
         }
         // SAFETY: forwarded contract; distinct pointers.
         let (d, s) = unsafe { (live(dest)?, live(src)?) };
-        drop(d.take());
+        release(d.take());
         let flags = s.flags;
         let inner = s.take();
         d.set(inner, flags);
@@ -348,7 +385,7 @@ pub unsafe extern "C" fn zmq_msg_copy(dest: *mut ZmqMsg, src: *mut ZmqMsg) -> c_
         if copy.is_some() {
             s.flags |= SHARED;
         }
-        drop(d.take());
+        release(d.take());
         d.set(copy, s.flags);
         Ok(0)
     })
@@ -540,7 +577,7 @@ pub unsafe extern "C" fn zmq_msg_send(
                 // memory: C code that copies a zmq_msg_t by value (pyzmq's
                 // monitored queue does) must not end up with two structs
                 // that point to one allocation.
-                drop(m.take());
+                release(m.take());
                 m.set(None, 0);
                 len.min(c_int::MAX as usize) as c_int
             }
