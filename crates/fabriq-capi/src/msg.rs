@@ -55,7 +55,9 @@ struct Inner {
 thread_local! {
     /// Records of closed messages, reused by this thread's next ones: a
     /// message in a send or receive loop then costs no allocation for its
-    /// record.
+    /// record. The boxes themselves are what is reused (each is the
+    /// allocation a `zmq_msg_t` points to), hence `Vec<Box<_>>`.
+    #[allow(clippy::vec_box)]
     static POOL: std::cell::RefCell<Vec<Box<Inner>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
