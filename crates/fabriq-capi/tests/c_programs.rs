@@ -29,6 +29,18 @@ fn poll_and_messages() {
     run_c("poll_msg");
 }
 
+/// The draft API: CLIENT/SERVER routing ids, RADIO/DISH groups, the
+/// poller over a thread-safe socket and a pipe, timers.
+#[test]
+fn draft_api() {
+    let program = common::compile_c_with("draft", &["-DZMQ_BUILD_DRAFT_API"]);
+    common::run_ok(
+        &mut Command::new(&program),
+        Duration::from_secs(60),
+        "draft",
+    );
+}
+
 /// The program links against the soname libzmq.so.5, as a libzmq one does.
 #[test]
 fn programs_record_the_libzmq_soname() {

@@ -68,6 +68,11 @@ pub fn pkg_config_libzmq() -> Vec<String> {
 
 /// Compiles `tests/c/NAME.c` against the prefix; returns the program.
 pub fn compile_c(name: &str) -> PathBuf {
+    compile_c_with(name, &[])
+}
+
+/// `compile_c` with extra compiler arguments.
+pub fn compile_c_with(name: &str, extra: &[&str]) -> PathBuf {
     let prefix = prefix();
     let out = prefix.join(name);
     let src = crate_dir().join("tests/c").join(format!("{name}.c"));
@@ -84,6 +89,7 @@ pub fn compile_c(name: &str) -> PathBuf {
         .arg("-lzmq")
         .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
         .arg("-pthread")
+        .args(extra)
         .status()
         .expect("cc runs");
     assert!(status.success(), "cc failed for {}", src.display());
