@@ -79,3 +79,25 @@ fn cppzmq_program_over_tcp_and_ofi_shm() {
         common::run_ok(Command::new(&out).arg(ep), Duration::from_secs(60), ep);
     }
 }
+
+/// The message and error programs under valgrind: no invalid access and
+/// no definitely lost memory (zmq_msg_t records, free callbacks, closed
+/// handles).
+#[test]
+fn no_leaks_or_invalid_accesses_under_valgrind() {
+    for name in ["poll_msg", "errors"] {
+        let program = common::compile_c(name);
+        common::run_ok(
+            Command::new("valgrind")
+                .args([
+                    "--quiet",
+                    "--leak-check=full",
+                    "--errors-for-leak-kinds=definite",
+                    "--error-exitcode=9",
+                ])
+                .arg(&program),
+            Duration::from_secs(300),
+            name,
+        );
+    }
+}
