@@ -58,6 +58,7 @@ pub(crate) fn make_engine(
                 stream,
                 config,
                 provider.as_deref(),
+                socket_writes(socket_type),
                 opts,
                 spin,
                 token,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mio::Token;
 
-use super::super::{make, Engine, SocketWrites, StreamEngine};
+use super::super::{Engine, SocketWrites, StreamEngine};
 use super::conn::{Flow, Limits};
 use super::node::Node;
 use super::seal::Sealer;
@@ -52,12 +52,14 @@ impl FabricEngine {
     }
 
     /// An engine for a connected control stream, with its node (made for
-    /// this I/O thread on first use) joined to the poller.
+    /// this I/O thread on first use) joined to the poller. `writes` is
+    /// what the socket's thread may write (`make.rs` decides it).
     #[allow(clippy::too_many_arguments)] // what a connection starts from
     pub(crate) fn start(
         stream: Box<dyn crate::transport::Stream>,
         mut config: fabriq_zmtp::Config,
         provider: Option<&str>,
+        writes: SocketWrites,
         opts: &Options,
         spin: &Arc<Spin>,
         token: Token,
@@ -100,7 +102,6 @@ impl FabricEngine {
         }
         let socket_type = config.socket_type;
         let publisher = socket_type.is_publisher();
-        let writes = make::socket_writes(socket_type);
         let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
         let mut control = StreamEngine::new(stream, conn, SocketWrites::Never);
         control.keep_commands(true);
