@@ -1,5 +1,6 @@
-//! The I/O thread's loop: one mio poll for every listener, session and
-//! udp socket of the thread, the commands and wake-ups posted to it, and
+//! The I/O thread's loop: one mio poll for every listener and session
+//! (of a connection or a udp socket) of the thread, the commands and
+//! wake-ups posted to it, and
 //! the timers of its sessions (reconnects, handshakes, heartbeats,
 //! linger) and listeners (accept retries).
 
@@ -11,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
 
-use super::engine::udp::UdpEngine;
 use super::engine::Link;
 use super::session::{self, Session};
 use super::{next_token, Cmd, ReactorWaker, Shared, WAKER};
@@ -42,8 +42,6 @@ pub(super) struct EventLoop {
     pub(super) shared: Arc<Shared>,
     listeners: HashMap<usize, ListenerEntry>,
     pub(super) sessions: HashMap<usize, Session>,
-    /// `udp://` sockets.
-    udp: HashMap<usize, UdpEngine>,
     /// Sources that serve many sessions (see `transport::Demux`).
     pub(super) shared_sources: SharedSources,
     pub(super) timers: BinaryHeap<Reverse<(Instant, usize)>>,
@@ -74,7 +72,6 @@ impl EventLoop {
             shared,
             listeners: HashMap::new(),
             sessions: HashMap::new(),
-            udp: HashMap::new(),
             shared_sources: SharedSources::default(),
             timers: BinaryHeap::new(),
             wake_at: HashMap::new(),
@@ -106,7 +103,7 @@ impl EventLoop {
             if self.turn(timeout) {
                 break;
             }
-            let live = self.sessions.len() + self.listeners.len() + self.udp.len();
+            let live = self.sessions.len() + self.listeners.len();
             self.shared.live.store(live, Ordering::Release);
             self.shared.taken.store(self.taken, Ordering::Release);
         }
@@ -160,8 +157,6 @@ impl EventLoop {
             let mut fanned_out = std::mem::take(&mut self.fanned_out);
             if self.listeners.contains_key(&token) {
                 self.accept(token, now);
-            } else if self.udp.contains_key(&token) {
-                self.drive(token, now);
             } else if self
                 .shared_sources
                 .take_ready(event.token(), &mut fanned_out)
@@ -223,26 +218,15 @@ impl EventLoop {
                 self.taken += 1;
                 self.add_listener(token, entry, now);
             }
-            Cmd::Connect(session) => {
+            Cmd::Session(session) => {
                 self.taken += 1;
                 let token = session.token;
                 self.sessions.insert(token, *session);
                 self.drive(token, now);
             }
-            Cmd::Udp(token, mut engine) => {
-                self.taken += 1;
-                if let Err(e) = engine.register(self.poll.registry(), Token(token)) {
-                    tracing::error!("cannot register a udp socket: {e}");
-                    engine.close();
-                    return;
-                }
-                self.udp.insert(token, *engine);
-                self.drive(token, now);
-            }
-            Cmd::Unbind(token) => self.unbind(token),
+            Cmd::Unbind(token) => self.unbind(token, now),
             Cmd::Disconnect(token, done) => {
-                self.remove_session(token);
-                self.remove_udp(token);
+                self.remove_session(token, now);
                 let _ = done.send(());
             }
             Cmd::CloseSocket {
@@ -276,9 +260,10 @@ impl EventLoop {
         self.accept(token, now);
     }
 
-    /// Stops a listener and ends the connections it accepted.
-    fn unbind(&mut self, token: usize) {
-        self.remove_udp(token);
+    /// Stops a listener and ends the connections it accepted (or ends a
+    /// bound udp socket's session, whose token a udp bind returned).
+    fn unbind(&mut self, token: usize, now: Instant) {
+        self.remove_session(token, now);
         if let Some(mut l) = self.listeners.remove(&token) {
             l.listener.deregister(self.poll.registry());
             // As libzmq: CLOSED once the endpoint is free (the fd closed
@@ -296,7 +281,7 @@ impl EventLoop {
             .map(|(t, _)| *t)
             .collect();
         for t in accepted {
-            self.remove_session(t);
+            self.remove_session(t, now);
         }
     }
 
@@ -320,15 +305,6 @@ impl EventLoop {
                 drop(l);
                 socket.monitor.emit(Event::Closed, value, &text);
             }
-        }
-        let udp: Vec<usize> = self
-            .udp
-            .iter()
-            .filter(|(_, u)| u.owner.id == socket)
-            .map(|(t, _)| *t)
-            .collect();
-        for t in udp {
-            self.remove_udp(t);
         }
         let deadline = match linger {
             -1 => None,
@@ -414,14 +390,9 @@ impl EventLoop {
         self.drive(token, now);
     }
 
-    /// Runs a session (or udp socket) and applies what it asks for.
+    /// Runs a session and applies what it asks for.
     fn drive(&mut self, token: usize, now: Instant) {
         let Some(session) = self.sessions.get_mut(&token) else {
-            if let Some(u) = self.udp.get_mut(&token) {
-                if !u.drive() {
-                    self.remove_udp(token);
-                }
-            }
             return;
         };
         let mut poller = Poller {
@@ -441,14 +412,7 @@ impl EventLoop {
             session::Outcome::Again => {
                 self.shared.post(|inbox| inbox.ready.push(token));
             }
-            session::Outcome::Remove => self.remove_session(token),
-        }
-    }
-
-    fn remove_udp(&mut self, token: usize) {
-        if let Some(mut u) = self.udp.remove(&token) {
-            u.deregister(self.poll.registry());
-            u.close();
+            session::Outcome::Remove => self.remove_session(token, now),
         }
     }
 
@@ -464,14 +428,14 @@ impl EventLoop {
         }
     }
 
-    fn remove_session(&mut self, token: usize) {
+    fn remove_session(&mut self, token: usize, now: Instant) {
         self.wake_at.remove(&token);
         if let Some(mut s) = self.sessions.remove(&token) {
             let mut poller = Poller {
                 registry: self.poll.registry(),
                 shared: &mut self.shared_sources,
             };
-            s.close(&mut poller);
+            s.close(&mut poller, now);
         }
     }
 
@@ -500,10 +464,6 @@ impl EventLoop {
     fn close_listeners(&mut self) {
         for (_, mut l) in self.listeners.drain() {
             l.listener.deregister(self.poll.registry());
-        }
-        for (_, mut u) in self.udp.drain() {
-            u.deregister(self.poll.registry());
-            u.close();
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The handle application threads hold to an I/O thread: starting it,
-//! handing it listeners, connections and udp sockets as commands, and
-//! stopping it.
+//! handing it listeners and sessions (of connects and udp sockets) as
+//! commands, and stopping it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,17 +9,18 @@ use std::time::Duration;
 
 use mio::Poll;
 
-use super::engine::udp::UdpEngine;
 use super::engine::Link;
 use super::event_loop::EventLoop;
 use super::session::{self, Session};
-use super::{make_pipe, next_token, Clock, Cmd, Framing, Inbox, ReactorWaker, Shared, WAKER};
+use super::{make_pipe, next_token, Clock, Cmd, Inbox, ReactorWaker, Shared, WAKER};
 use crate::endpoint::Address;
 use crate::error::Result;
 use crate::mailbox::Mailbox;
 use crate::monitor::Event;
 use crate::options::Options;
 use crate::pipe::{PeerMeta, PipeEnd};
+use crate::transport::udp::{Directions, Framing};
+use crate::transport::DataPath;
 
 /// Handle to the I/O thread.
 pub(crate) struct Reactor {
@@ -148,20 +149,22 @@ impl Reactor {
             Session::connecting(base, endpoint.clone(), session_end, self.shared.clock.now());
         self.shared.posted.fetch_add(1, Ordering::AcqRel);
         self.shared
-            .post(|inbox| inbox.cmds.push(Cmd::Connect(Box::new(session))));
+            .post(|inbox| inbox.cmds.push(Cmd::Session(Box::new(session))));
         Ok((token, socket_end))
     }
 
-    /// Hands a bound (or, for a sender, unbound) udp socket to the I/O
-    /// thread; returns its token and the socket's end of its pipe, which
-    /// takes every RADIO group (DISHes filter).
+    /// Hands a bound (or, for a sender, unbound) udp socket, `text` in
+    /// monitor terms, to the I/O thread as a session whose engine moves
+    /// its datagrams; returns its token and the socket's end of its pipe,
+    /// which takes every RADIO group (DISHes filter).
     pub(crate) fn udp(
         &self,
         udp_socket: std::net::UdpSocket,
+        text: &str,
         socket: &Arc<Mailbox>,
         opts: &Options,
         framing: Framing,
-        dirs: crate::transport::udp::Directions,
+        dirs: Directions,
     ) -> (usize, PipeEnd) {
         let token = next_token();
         let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
@@ -170,11 +173,19 @@ impl Reactor {
             metadata: None,
             all_groups: true,
         };
-        let (socket_end, engine_end) = make_pipe(&link, socket, opts, Some(peer));
-        let engine = UdpEngine::new(udp_socket, engine_end, link, socket.clone(), framing, dirs);
+        let (socket_end, session_end) = make_pipe(&link, socket, opts, Some(peer));
+        let base = session::Base {
+            token,
+            socket: socket.clone(),
+            opts: opts.clone(),
+            endpoint: text.to_string(),
+            link,
+            data_path: DataPath::Datagram { framing, dirs },
+        };
+        let session = Session::datagram(base, udp_socket, session_end);
         self.shared.posted.fetch_add(1, Ordering::AcqRel);
         self.shared
-            .post(|inbox| inbox.cmds.push(Cmd::Udp(token, Box::new(engine))));
+            .post(|inbox| inbox.cmds.push(Cmd::Session(Box::new(session))));
         (token, socket_end)
     }
 

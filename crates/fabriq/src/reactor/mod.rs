@@ -30,8 +30,6 @@ mod tests;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use engine::fabric::wire;
-pub(crate) use engine::udp::Framing;
-use engine::udp::UdpEngine;
 
 use engine::Link;
 
@@ -68,9 +66,8 @@ enum Cmd {
         text: String,
         data_path: DataPath,
     },
-    Connect(Box<Session>),
-    /// A `udp://` socket and its pipe.
-    Udp(usize, Box<UdpEngine>),
+    /// A session to run: a connect's, or a `udp://` socket's.
+    Session(Box<Session>),
     Unbind(usize),
     /// A session to end, and who to tell once it has.
     Disconnect(usize, std::sync::mpsc::Sender<()>),
