@@ -9,6 +9,12 @@
 //!
 //! Forbidden:
 //! - any import circle, of two modules or more, lib.rs included;
+//! - any import circle among the parts of a folder below `src/`, its
+//!   files and subfolders (`tcp.rs` and `socks.rs` are parts of
+//!   `transport/`; `session.rs` and `engine/` parts of `reactor/`),
+//!   whether a part names the other's path or a name some module's `use`
+//!   brings in from it; a folder's `mod.rs` is the folder itself, which
+//!   its parts may use and which may use them;
 //! - any import of a thing lib.rs itself defines, or of a name whose
 //!   origin lib.rs does not spell out (a glob re-export): lib.rs declares
 //!   the modules and re-exports the public API, and modules import from
@@ -20,6 +26,10 @@
 //!   `tx.rs`, or folders of those names) naming `fabriq_ofi` in its code:
 //!   the core does not import the libfabric binding. (Until those files
 //!   exist the rule holds by itself; a test below shows it bites.)
+//! - any `.rs` file under `src/` with more than 800 lines of code, not
+//!   counting its test-only items (`#[cfg(test)]`, `#[cfg(all(test, ..))]`
+//!   and what they gate): a file that grows past it is split by what its
+//!   code holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -32,7 +42,8 @@ fn is_ident(c: char) -> bool {
 }
 
 /// `src` without comments and with every string and char literal
-/// emptied, so that braces and paths can be read from what is left.
+/// emptied, so that braces and paths can be read from what is left. The
+/// line breaks stay, so its lines are the source's.
 fn strip(src: &str) -> String {
     let s: Vec<char> = src.chars().collect();
     let mut out = String::with_capacity(src.len());
@@ -45,6 +56,7 @@ fn strip(src: &str) -> String {
                 i += 1;
             }
         } else if c == '/' && next == Some('*') {
+            let start = i;
             let mut depth = 0;
             while i < s.len() {
                 if s[i] == '/' && s.get(i + 1) == Some(&'*') {
@@ -61,6 +73,7 @@ fn strip(src: &str) -> String {
                 }
             }
             out.push(' ');
+            out.extend(s[start..i.min(s.len())].iter().filter(|c| **c == '\n'));
         } else if c == 'r'
             && (next == Some('"') || next == Some('#'))
             && (i == 0 || !is_ident(s[i - 1]))
@@ -89,8 +102,10 @@ fn strip(src: &str) -> String {
                 j += 1;
             }
             out.push_str("\"\"");
+            out.extend(s[i..j.min(s.len())].iter().filter(|c| **c == '\n'));
             i = j;
         } else if c == '"' {
+            let start = i;
             i += 1;
             while i < s.len() && s[i] != '"' {
                 if s[i] == '\\' {
@@ -100,6 +115,7 @@ fn strip(src: &str) -> String {
             }
             i += 1;
             out.push_str("\"\"");
+            out.extend(s[start..i.min(s.len())].iter().filter(|c| **c == '\n'));
         } else if c == '\'' {
             // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
             if next == Some('\\') {
@@ -134,17 +150,15 @@ fn next_test_attribute(s: &str) -> Option<(usize, usize)> {
         .map(|at| (at, s[at..].find(']').map_or(s.len() - at, |k| k + 1)))
 }
 
-/// Stripped `src` without its test-only items, and the names of the
-/// test-only `mod NAME;` files it declares.
-fn without_tests(stripped: &str) -> (String, Vec<String>) {
-    let mut out = String::new();
-    let mut test_mods = Vec::new();
-    let mut rest = stripped;
-    while let Some((at, len)) = next_test_attribute(rest) {
-        out.push_str(&rest[..at]);
-        let item = &rest[at + len..];
-        // The item ends at its first `;` outside braces, or with its
-        // first braced block.
+/// The test-only items of stripped source: where each starts (its
+/// attribute) and ends (after its first `;` outside braces, or with its
+/// first braced block).
+fn test_items(stripped: &str) -> Vec<(usize, usize)> {
+    let mut items = Vec::new();
+    let mut from = 0;
+    while let Some((at, len)) = next_test_attribute(&stripped[from..]) {
+        let start = from + at;
+        let item = &stripped[start + len..];
         let mut depth = 0usize;
         let mut end = item.len();
         for (k, c) in item.char_indices() {
@@ -164,25 +178,55 @@ fn without_tests(stripped: &str) -> (String, Vec<String>) {
                 _ => {}
             }
         }
-        let words: Vec<&str> = item[..end]
+        from = start + len + end;
+        items.push((start, from));
+    }
+    items
+}
+
+/// Stripped `src` without its test-only items, and the names of the
+/// test-only `mod NAME;` files it declares.
+fn without_tests(stripped: &str) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut test_mods = Vec::new();
+    let mut kept = 0;
+    for (start, end) in test_items(stripped) {
+        out.push_str(&stripped[kept..start]);
+        kept = end;
+        let item = &stripped[start..end];
+        let words: Vec<&str> = item
             .split(|c: char| !is_ident(c))
             .filter(|w| !w.is_empty())
             .collect();
-        if item[..end].ends_with(';') {
+        if item.ends_with(';') {
             if let Some(k) = words.iter().position(|w| *w == "mod") {
                 if let Some(name) = words.get(k + 1) {
                     test_mods.push(name.to_string());
                 }
             }
         }
-        rest = &item[end..];
     }
-    out.push_str(rest);
+    out.push_str(&stripped[kept..]);
     (out, test_mods)
 }
 
+/// How many lines of `src` are code: not inside a test-only item
+/// (`#[cfg(test)]`, `#[cfg(all(test, ...))]` and the item it gates, from
+/// the attribute's line to the item's last). For a file whose tests are
+/// one module at its end, the lines before that module.
+fn code_lines(src: &str) -> usize {
+    let stripped = strip(src);
+    let line_of = |at: usize| stripped[..at].matches('\n').count();
+    let mut test_lines = BTreeSet::new();
+    for (start, end) in test_items(&stripped) {
+        test_lines.extend(line_of(start)..=line_of(end.saturating_sub(1).max(start)));
+    }
+    let lines = src.lines().count();
+    (0..lines).filter(|l| !test_lines.contains(l)).count()
+}
+
 /// The path that starts at `s[0]` (`a::b::C`, a group shown as `{..}`),
-/// and its length.
+/// and its length (up to the group).
 fn path_at(s: &[char]) -> (String, usize) {
     let mut path = String::new();
     let mut k = 0;
@@ -214,8 +258,29 @@ fn path_at(s: &[char]) -> (String, usize) {
     (path.trim_end_matches("::").to_string(), k.max(1))
 }
 
-/// The paths of a `{...}` group that starts at `s[0]`, and the length of
-/// the group.
+/// The paths of the path or use tree that starts at `s[0]` (`a::b::C`;
+/// `a::{B, c::{D, self}}` as `a::B`, `a::c::D` and `a::c`), and its
+/// length.
+fn tree_at(s: &[char]) -> (Vec<String>, usize) {
+    let (path, len) = path_at(s);
+    let Some(prefix) = path.strip_suffix("{..}") else {
+        return (vec![path], len);
+    };
+    let prefix = prefix.trim_end_matches("::");
+    let (inner, group_len) = group_paths(&s[len..]);
+    let paths = inner
+        .into_iter()
+        .map(|p| match (prefix.is_empty(), p.as_str()) {
+            (true, _) => p,
+            (false, "self") => prefix.to_string(),
+            (false, _) => format!("{prefix}::{}", p.trim_end_matches("::self")),
+        })
+        .collect();
+    (paths, len + group_len)
+}
+
+/// The paths of a `{...}` group that starts at `s[0]` (nested groups
+/// spelled out), and the length of the group.
 fn group_paths(s: &[char]) -> (Vec<String>, usize) {
     let mut paths = Vec::new();
     let mut depth = 0usize;
@@ -238,8 +303,8 @@ fn group_paths(s: &[char]) -> (Vec<String>, usize) {
             }
             ',' if depth == 1 => at_item_start = true,
             c if depth == 1 && at_item_start && is_ident(c) => {
-                let (path, len) = path_at(&s[k..]);
-                paths.push(path);
+                let (found, len) = tree_at(&s[k..]);
+                paths.extend(found);
                 at_item_start = false;
                 k += len;
                 continue;
@@ -257,12 +322,24 @@ fn head(path: &str) -> &str {
     path.split("::").next().unwrap_or(path)
 }
 
-/// The paths that `code` (stripped, without tests) takes from the crate
-/// root: `crate::a::B`, `crate::{A, b::C}`, and `super::a::B` with as
-/// many `super::` as the code is deep (`depth` for the file: 1 for
-/// `src/x.rs` and `src/x/mod.rs`, 2 for `src/x/y.rs`...; one more inside
-/// each inline `mod NAME { ... }`).
-fn root_paths(code: &str, depth: usize) -> BTreeSet<String> {
+/// Where a path starts, seen from the file it is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Anchor {
+    /// `crate::`.
+    Crate,
+    /// `super::` this many times, counted from the file's own module
+    /// (the `super::`s that only leave an inline module are not counted).
+    Up(usize),
+    /// `self::`, outside inline modules.
+    Here,
+}
+
+/// The paths that `code` (stripped, without tests) names through
+/// `crate::`, `super::` or `self::`, each with where it starts: `crate::a::B`,
+/// `crate::{A, b::C}` (as `A` and `b::C`), `super::super::a::B`. A path
+/// that stays inside the file's inline `mod NAME { ... }` blocks is left
+/// out.
+fn anchored_paths(code: &str) -> BTreeSet<(Anchor, String)> {
     let s: Vec<char> = code.chars().collect();
     let mut out = BTreeSet::new();
     let word_at = |i: usize, word: &str| -> bool {
@@ -295,9 +372,11 @@ fn root_paths(code: &str, depth: usize) -> BTreeSet<String> {
         if word_at(i, "mod ") {
             mod_opens = true;
         }
-        let mut after = None;
+        let mut found = None;
         if word_at(i, "crate::") {
-            after = Some(i + "crate::".len());
+            found = Some((Anchor::Crate, i + "crate::".len()));
+        } else if word_at(i, "self::") && inline_mods.is_empty() {
+            found = Some((Anchor::Here, i + "self::".len()));
         } else if word_at(i, "super::") {
             let mut j = i;
             let mut n = 0;
@@ -308,34 +387,47 @@ fn root_paths(code: &str, depth: usize) -> BTreeSet<String> {
                     j += 1;
                 }
             }
-            if n == depth + inline_mods.len() {
-                after = Some(j);
+            if n > inline_mods.len() {
+                found = Some((Anchor::Up(n - inline_mods.len()), j));
             } else {
                 i = j;
                 continue;
             }
         }
-        let Some(mut j) = after else {
+        let Some((anchor, mut j)) = found else {
             i += 1;
             continue;
         };
         while j < s.len() && s[j].is_whitespace() {
             j += 1;
         }
-        if s.get(j) == Some(&'{') {
-            let (paths, len) = group_paths(&s[j..]);
-            out.extend(paths.into_iter().filter(|p| head(p) != "self"));
-            i = j + len - 1;
+        let (paths, len) = if s.get(j) == Some(&'{') {
+            group_paths(&s[j..])
         } else {
-            let (path, len) = path_at(&s[j..]);
-            i = j + len - 1;
-            if !path.is_empty() {
-                out.insert(path);
-            }
-        }
-        i += 1;
+            tree_at(&s[j..])
+        };
+        out.extend(
+            paths
+                .into_iter()
+                .filter(|p| !p.is_empty() && head(p) != "self")
+                .map(|p| (anchor, p)),
+        );
+        i = j + len.max(1);
     }
     out
+}
+
+/// The paths that `code` (stripped, without tests) takes from the crate
+/// root: `crate::a::B`, `crate::{A, b::C}`, and `super::a::B` with as
+/// many `super::` as the code is deep (`depth` for the file: 1 for
+/// `src/x.rs` and `src/x/mod.rs`, 2 for `src/x/y.rs`...; one more inside
+/// each inline `mod NAME { ... }`).
+fn root_paths(code: &str, depth: usize) -> BTreeSet<String> {
+    anchored_paths(code)
+        .into_iter()
+        .filter(|(anchor, _)| *anchor == Anchor::Crate || *anchor == Anchor::Up(depth))
+        .map(|(_, path)| path)
+        .collect()
 }
 
 /// What lib.rs holds: the modules it declares, the things it defines
@@ -506,10 +598,12 @@ fn module_of(path: &str, root: &Root) -> Option<String> {
     }
 }
 
-/// A module file: the module it belongs to, how deep it is, its path.
+/// A module file: the module it belongs to, how deep it is, its module
+/// path (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`), its path.
 struct SourceFile {
     module: String,
     depth: usize,
+    at: Vec<String>,
     path: PathBuf,
 }
 
@@ -570,9 +664,17 @@ fn source_files(root_dir: &Path) -> Vec<SourceFile> {
         } else {
             parts.len()
         };
+        let mut at: Vec<String> = parts
+            .iter()
+            .map(|p| p.trim_end_matches(".rs").to_string())
+            .collect();
+        if at.last().is_some_and(|p| p == "mod") {
+            at.pop();
+        }
         out.push(SourceFile {
             module,
             depth,
+            at,
             path,
         });
     }
@@ -624,6 +726,132 @@ fn graph() -> (Graph, Vec<String>) {
         }
     }
     (graph, complaints)
+}
+
+/// A module's code for the scan inside folders: its module path and its
+/// code (stripped, without tests).
+struct ModuleCode {
+    at: Vec<String>,
+    code: String,
+}
+
+/// The module path that `path` (`crate::a::B`, `super::b::C`, `self::c`,
+/// or `d::E` for a child module `d` of the file) names, seen from the
+/// module at `at`; `None` for another crate's.
+fn absolute(at: &[String], path: &str, modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    let mut rest = path;
+    let mut base: Vec<String> = if let Some(r) = rest.strip_prefix("crate::") {
+        rest = r;
+        Vec::new()
+    } else if rest.starts_with("super::") {
+        let mut n = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            rest = r;
+            n += 1;
+        }
+        at[..at.len().checked_sub(n)?].to_vec()
+    } else if let Some(r) = rest.strip_prefix("self::") {
+        rest = r;
+        at.to_vec()
+    } else {
+        let mut child = at.to_vec();
+        child.push(head(rest).to_string());
+        if !modules.contains(&child) {
+            return None;
+        }
+        at.to_vec()
+    };
+    base.extend(rest.split("::").map(str::to_string));
+    Some(base)
+}
+
+/// The module `path` (from the crate root) lands in, following the names
+/// that modules' `use`s bring in (`uses`: module -> name -> path).
+fn landing(
+    mut path: Vec<String>,
+    modules: &BTreeSet<Vec<String>>,
+    uses: &BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>,
+) -> Vec<String> {
+    for _ in 0..8 {
+        let m = (0..=path.len())
+            .rev()
+            .find(|k| *k == 0 || modules.contains(&path[..*k]))
+            .unwrap_or(0);
+        let through = path.get(m).and_then(|name| uses.get(&path[..m])?.get(name));
+        match through {
+            Some(target) => {
+                let mut next = target.clone();
+                next.extend(path[m + 1..].iter().cloned());
+                path = next;
+            }
+            None => {
+                path.truncate(m);
+                return path;
+            }
+        }
+    }
+    path
+}
+
+/// For each folder below the crate root (`reactor`, `reactor::engine`,
+/// ...), the import graph of its parts: the files and folders in it
+/// (its `mod.rs` is the folder itself, which its parts may use and
+/// which may use them). A part imports another when code in it names a
+/// path into the other, directly or through a name that a module's
+/// `use` brings in (a re-export).
+fn folder_graphs(files: &[ModuleCode]) -> BTreeMap<String, Graph> {
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.at.clone()).collect();
+    let mut uses = BTreeMap::new();
+    for f in files {
+        let names: BTreeMap<String, Vec<String>> = read_root(&f.code)
+            .reexports
+            .into_iter()
+            .filter_map(|(name, source)| Some((name, absolute(&f.at, &source, &modules)?)))
+            .collect();
+        uses.insert(f.at.clone(), names);
+    }
+    let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
+    for f in files {
+        for (anchor, path) in anchored_paths(&f.code) {
+            let written = match anchor {
+                Anchor::Crate => format!("crate::{path}"),
+                Anchor::Up(n) => format!("{}{path}", "super::".repeat(n)),
+                Anchor::Here => format!("self::{path}"),
+            };
+            let Some(full) = absolute(&f.at, &written, &modules) else {
+                continue;
+            };
+            let lands = landing(full, &modules, &uses);
+            for k in 1..f.at.len() {
+                let (part, other) = (&f.at[k], lands.get(k));
+                if lands.len() > k && lands[..k] == f.at[..k] && other != Some(part) {
+                    graphs
+                        .entry(f.at[..k].join("::"))
+                        .or_default()
+                        .entry(part.clone())
+                        .or_default()
+                        .entry(lands[k].clone())
+                        .or_default()
+                        .insert(written.clone());
+                }
+            }
+        }
+    }
+    graphs
+}
+
+/// The crate's modules' code, for [`folder_graphs`].
+fn module_codes() -> Vec<ModuleCode> {
+    source_files(&src_dir())
+        .into_iter()
+        .map(|file| {
+            let src = std::fs::read_to_string(&file.path).unwrap();
+            ModuleCode {
+                at: file.at,
+                code: without_tests(&strip(&src)).0,
+            }
+        })
+        .collect()
 }
 
 /// Strongly connected components (Tarjan).
@@ -712,6 +940,68 @@ fn no_import_circle() {
     );
     let found = circles(&graph);
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Each import circle among the parts of a folder.
+fn folder_circles(graphs: &BTreeMap<String, Graph>) -> Vec<String> {
+    graphs
+        .iter()
+        .flat_map(|(folder, graph)| {
+            circles(graph)
+                .into_iter()
+                .map(move |c| format!("inside {folder}: {c}"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_import_circle_inside_a_folder() {
+    let graphs = folder_graphs(&module_codes());
+    assert!(
+        graphs["reactor"]["session"].contains_key("engine")
+            && graphs["transport"]["tcp"].contains_key("socks"),
+        "the scan sees imports inside folders: {graphs:#?}"
+    );
+    let found = folder_circles(&graphs);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The most lines of code (outside test-only items) a source file has.
+const MOST_LINES: usize = 800;
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_file_has_more_than_800_lines_of_code() {
+    let files = rust_files(&src_dir());
+    assert!(files.len() > 50, "found the files: {files:?}");
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, code_lines(&std::fs::read_to_string(f).unwrap())))
+        .filter(|(_, n)| *n > MOST_LINES)
+        .map(|(f, n)| format!("{} has {n} lines of code", f.display()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MOST_LINES} lines outside test-only items; split by what the code holds:\n{}",
+        long.join("\n")
+    );
 }
 
 #[test]
@@ -836,7 +1126,7 @@ fn the_scan_reads_groups_and_paths_through_super() {
     };
     assert_eq!(
         root_paths(&code, 2),
-        set(&["C", "F", "a::X", "b::{..}", "d::W", "g::{..}"])
+        set(&["C", "F", "a::X", "b::Y", "b::Z", "d::W", "g::V", "g::v::U"])
     );
     // From src/x.rs, `super::super` is beyond the root; in `inner`, so is
     // `super::super::super`.
@@ -900,4 +1190,84 @@ fn the_fabric_rule_sees_fabriq_ofi_paths_only_in_code() {
     found.sort();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(found, ["conn.rs", "rx/ring.rs", "tx.rs"]);
+}
+
+#[test]
+fn a_circle_inside_a_folder_is_found_also_through_a_re_export() {
+    let file = |at: &str, src: &str| ModuleCode {
+        at: at.split("::").map(str::to_string).collect(),
+        code: without_tests(&strip(src)).0,
+    };
+    let files = [
+        // transport/mod.rs re-exports tcp's connect, which socks takes
+        // from it; tcp names socks directly. The folder's own mod.rs is
+        // no part: its children use it and it uses them.
+        file(
+            "transport",
+            "mod socks;\nmod tcp;\npub(crate) use tcp::connect as tcp_connect;\n\
+             pub(crate) trait Stream {}\nfn lookup() { tcp::Tcp; }\n",
+        ),
+        file(
+            "transport::tcp",
+            "use super::Stream;\npub(crate) fn connect() { super::socks::Socks5::start() }\n",
+        ),
+        file(
+            "transport::socks",
+            "use super::{Stream, tcp_connect};\n\
+             #[cfg(test)]\nmod tests { use super::super::tcp::Tcp; }\n",
+        ),
+        // A deep file reaches up and across: reactor/engine/fabric/node.rs
+        // names reactor/session.rs, which names reactor/engine/.
+        file("reactor", "mod engine;\nmod session;\n"),
+        file("reactor::engine", "pub(crate) mod fabric;\n"),
+        file("reactor::engine::fabric", "pub(crate) mod node;\n"),
+        file(
+            "reactor::engine::fabric::node",
+            "fn f() { crate::reactor::session::Base::new() }\n",
+        ),
+        file(
+            "reactor::session",
+            "use super::engine::{self, fabric::node};\n",
+        ),
+    ];
+    let graphs = folder_graphs(&files);
+    let found = folder_circles(&graphs);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].starts_with("inside reactor: ") && found[0].contains("engine -> session"));
+    assert!(
+        found[1].starts_with("inside transport: ")
+            && found[1].contains("socks -> tcp: {\"super::tcp_connect\"}")
+            && found[1].contains("tcp -> socks: {\"super::socks::Socks5::start\"}"),
+        "{found:#?}"
+    );
+    assert!(
+        !graphs.contains_key(""),
+        "the crate root is the module graph's"
+    );
+    // Without the re-export, no circle.
+    let mut files = files;
+    files[2] = file("transport::socks", "use super::Stream;\n");
+    assert_eq!(
+        folder_circles(&folder_graphs(&files[..3])),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn lines_of_code_leave_out_test_items_wherever_they_are() {
+    let lines = |n: usize| "fn f() {}\n".repeat(n);
+    assert_eq!(code_lines(&lines(801)), 801);
+    // A test module declared at the top hides nothing after it.
+    let declared_first = format!("mod a;\n#[cfg(test)]\nmod tests;\n{}", lines(800));
+    assert_eq!(code_lines(&declared_first), 801);
+    // A test module at the end, a test helper between, and strings and
+    // comments that span lines.
+    let src = format!(
+        "{}#[cfg(all(test, not(loom)))]\nfn helper() {{\n    let _ = \"}}\";\n}}\n\
+         const S: &str = \"a\nb\";\n/* one\ntwo */\n{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        lines(10),
+        lines(5),
+        lines(900)
+    );
+    assert_eq!(code_lines(&src), 10 + 2 + 2 + 5);
 }

@@ -403,6 +403,50 @@ fn a_full_dish_stops_reading_and_resumes_when_there_is_room() {
     }
 }
 
+/// A udp endpoint has no connection: disconnecting or closing a RADIO
+/// (linger 0) sends what it had queued, as one last write, and its
+/// monitor reports nothing (no CONNECTED, no DISCONNECTED).
+#[test]
+fn a_radio_sends_what_it_queued_when_disconnected_or_closed_and_reports_no_events() {
+    let ctx = Context::new();
+    let dish = sock(&ctx, fabriq::DISH);
+    dish.bind("udp://127.0.0.1:*").unwrap();
+    dish.join("g").unwrap();
+    let ep = last_endpoint(&dish);
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio
+        .monitor("inproc://udp-radio-events", fabriq::SocketEvent::ALL as i32)
+        .unwrap();
+    let events = ctx.socket(fabriq::PAIR).unwrap();
+    events.connect("inproc://udp-radio-events").unwrap();
+    radio.connect(&ep).unwrap();
+    await_udp_path(&radio, &dish, "g");
+    for i in 0..3 {
+        radio_send(&radio, "g", &format!("d{i}"));
+    }
+    radio.disconnect(&ep).unwrap();
+    for i in 0..3 {
+        assert_eq!(recv_group(&dish).1, format!("d{i}"));
+    }
+    events.set_rcvtimeo(200).unwrap();
+    assert_eq!(
+        events.recv_msg(0).err(),
+        Some(Error::EAGAIN),
+        "a udp endpoint reports no monitor event"
+    );
+
+    let radio = sock(&ctx, fabriq::RADIO);
+    radio.connect(&ep).unwrap();
+    await_udp_path(&radio, &dish, "g");
+    for i in 0..3 {
+        radio_send(&radio, "g", &format!("c{i}"));
+    }
+    drop(radio);
+    for i in 0..3 {
+        assert_eq!(recv_group(&dish).1, format!("c{i}"));
+    }
+}
+
 /// A socket with the `ipv6` option (`ZMQ_IPV6`) set, which IPv6 udp
 /// endpoints need, as in libzmq.
 fn sock6(ctx: &Context, ty: SocketType) -> Socket {

@@ -7,6 +7,12 @@
 //! drives from the I/O thread as the socket's thread may. A connecting
 //! session outlives its connections: it keeps its pipe (so messages queue
 //! meanwhile) and replays the subscriptions it has carried.
+//!
+//! A udp socket's session has no connection to make: bind or connect
+//! opened the socket and made the pipe, the session makes the engine on
+//! its first turn, and it ends with the socket (closed, or its end of the
+//! pipe dropped) after one last write, without lingering and without
+//! monitor events.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +20,7 @@ use std::time::{Duration, Instant};
 use fabriq_zmtp::{AuthRequest, ProtocolError};
 use mio::Token;
 
-use super::engine::{make_engine, End, Engine, Input, Link, Reads};
+use super::engine::{make_engine, Conn, End, Engine, Input, Link, Reads};
 
 use crate::endpoint::Address;
 use crate::mailbox::Mailbox;
@@ -62,6 +68,10 @@ enum Origin {
     },
     Accept {
         listener: usize,
+    },
+    /// A udp socket, until its first turn makes the engine.
+    Datagram {
+        socket: Option<std::net::UdpSocket>,
     },
 }
 
@@ -129,6 +139,15 @@ impl Session {
         Session::new(base, origin, pipe)
     }
 
+    /// The session of a udp socket that bind or connect opened, with its
+    /// pipe (made at once: there is no peer to wait for).
+    pub(super) fn datagram(base: Base, socket: std::net::UdpSocket, pipe: PipeEnd) -> Session {
+        let origin = Origin::Datagram {
+            socket: Some(socket),
+        };
+        Session::new(base, origin, Some(pipe))
+    }
+
     pub(super) fn accepted(
         base: Base,
         listener: usize,
@@ -141,16 +160,16 @@ impl Session {
             tracing::error!("cannot register connection: {e}");
         }
         let s = Session::new(base, Origin::Accept { listener }, None);
-        *s.link.lock() = s.engine_for(stream, poller, now);
+        *s.link.lock() = s.engine_for(Conn::Stream(stream), poller, now);
         s
     }
 
-    /// The engine for a connected stream.
-    fn engine_for(&self, stream: Box<dyn Stream>, poller: &mut Poller<'_>, now: Instant) -> Slot {
+    /// The engine for a connected stream or a udp socket.
+    fn engine_for(&self, conn: Conn, poller: &mut Poller<'_>, now: Instant) -> Slot {
         let made = make_engine(
             &self.data_path,
             self.socket.socket_type,
-            stream,
+            conn,
             &self.opts,
             &self.socket.spin,
             Token(self.token),
@@ -183,7 +202,7 @@ impl Session {
     pub(super) fn accepted_by(&self) -> Option<usize> {
         match self.origin {
             Origin::Accept { listener } => Some(listener),
-            Origin::Connect { .. } => None,
+            Origin::Connect { .. } | Origin::Datagram { .. } => None,
         }
     }
 
@@ -213,7 +232,11 @@ impl Session {
         if let Some(outcome) = self.check_linger(slot, now, shutting_down) {
             return outcome;
         }
-        if slot.is_none() {
+        if let Origin::Datagram { socket } = &mut self.origin {
+            if let Some(socket) = socket.take() {
+                *slot = self.engine_for(Conn::Datagram(socket), poller, now);
+            }
+        } else if slot.is_none() {
             if self.connecting.is_none() {
                 return self.maybe_connect(slot, poller, now);
             }
@@ -285,8 +308,16 @@ impl Session {
         self.linger.flatten()
     }
 
-    /// Ends a lingering session once everything is sent or time is up.
+    /// Ends a lingering session once everything is sent or time is up; a
+    /// udp socket's once its socket is closed or gone (see `close`).
     fn check_linger(&mut self, slot: &Slot, now: Instant, shutting_down: bool) -> Option<Outcome> {
+        if let Origin::Datagram { .. } = self.origin {
+            let dropped = match &self.pipe {
+                Some(p) => p.rx.is_writer_closed(),
+                None => true,
+            };
+            return (self.linger.is_some() || shutting_down || dropped).then_some(Outcome::Remove);
+        }
         let deadline = match self.linger {
             Some(d) => d,
             None if shutting_down => Some(now),
@@ -351,7 +382,7 @@ impl Session {
         self.socket
             .monitor
             .emit(Event::Connected, stream.monitor_value(), &self.endpoint);
-        *slot = self.engine_for(stream, poller, now);
+        *slot = self.engine_for(Conn::Stream(stream), poller, now);
         if let Origin::Connect { ivl, .. } = &mut self.origin {
             *ivl = millis(self.opts.reconnect_ivl);
         }
@@ -525,8 +556,10 @@ impl Session {
         if let Some(mut engine) = slot.take() {
             engine.deregister(poller);
             // A connection ended by its own socket's close (lingering) is
-            // no disconnect to libzmq: it reports none.
-            if self.linger.is_none() {
+            // no disconnect to libzmq: it reports none. A udp socket has
+            // no connection to report.
+            let datagram = matches!(self.origin, Origin::Datagram { .. });
+            if self.linger.is_none() && !datagram {
                 self.socket.monitor.emit(
                     Event::Disconnected,
                     engine.monitor_value(),
@@ -564,10 +597,14 @@ impl Session {
         next
     }
 
-    /// Closes everything (removal from the loop).
-    pub(super) fn close(&mut self, poller: &mut Poller<'_>) {
+    /// Closes everything (removal from the loop). A udp socket's session
+    /// first sends what is queued now: udp does not linger.
+    pub(super) fn close(&mut self, poller: &mut Poller<'_>, now: Instant) {
         let link = self.link.clone();
         let mut slot = link.lock();
+        if let (Origin::Datagram { .. }, Some(engine)) = (&self.origin, slot.as_mut()) {
+            let _ = self.write(engine.as_mut(), now);
+        }
         self.drop_engine(&mut slot, poller);
         if let Some(mut stream) = self.connecting.take() {
             stream.deregister(poller);

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use fabriq_zmtp::{Config, Connection, Event as ZEvent, SocketType as ZType};
 
-use super::{Clock, EventLoop, Reactor};
+use super::event_loop::EventLoop;
+use super::{Clock, Reactor};
 use crate::transport::mem::{self, MemStream, Wire};
 use crate::{Context, Socket, SocketEvent, DONTWAIT};
 

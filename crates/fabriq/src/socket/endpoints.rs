@@ -182,8 +182,7 @@ impl Socket {
         address: &crate::transport::udp::UdpAddress,
         role: Role,
     ) -> Result<(String, usize, usize)> {
-        use crate::reactor::Framing;
-        use crate::transport::udp::{self, Directions};
+        use crate::transport::udp::{self, Directions, Framing};
         let ty = self.shared.socket_type;
         let text = &address.text;
         // The socket type first, as libzmq checks it before resolving.
@@ -248,7 +247,7 @@ impl Socket {
             }
         }
         let (io, reactor) = self.ctx.reactor()?;
-        let (token, pipe) = reactor.udp(socket, &self.shared, &core.opts, framing, dirs);
+        let (token, pipe) = reactor.udp(socket, &text, &self.shared, &core.opts, framing, dirs);
         let Core { pattern, opts, .. } = core;
         pattern.attach(pipe, opts);
         Ok((text, token, io))

@@ -14,8 +14,11 @@
 //! the protocol's buffer, and writes batches to with one vectored write.
 //! Streams are byte streams; a transport that moves messages through
 //! completions (libfabric) brings its own engine instead (see
-//! `reactor/engine.rs`). `inproc://` is not a transport: its pipes join
-//! sockets directly (see `inproc.rs`).
+//! `reactor/engine/`). `inproc://` is not a transport: its pipes join
+//! sockets directly (see `inproc.rs`). Nor is `udp://`, which has no
+//! connections: bind or connect opens its socket (`udp.rs`), and the I/O
+//! thread moves its datagrams with an engine like the others
+//! ([`DataPath::Datagram`]).
 
 pub(crate) mod ipc;
 #[cfg(test)]
@@ -72,6 +75,13 @@ pub(crate) enum DataPath {
     /// libfabric endpoint of this provider (`None`: the first one
     /// `fi_getinfo` offers).
     Fabric { provider: Option<String> },
+    /// No connection: each message is one datagram of a udp socket that
+    /// bind or connect opened (`udp://` is no [`Transport`]; see
+    /// `udp.rs`), framed so, moving the ways `dirs` says.
+    Datagram {
+        framing: udp::Framing,
+        dirs: udp::Directions,
+    },
 }
 
 /// One endpoint scheme (or family of schemes: `ofi+PROVIDER`).

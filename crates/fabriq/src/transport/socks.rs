@@ -43,10 +43,10 @@ fn refused(why: impl Into<String>) -> io::Error {
 }
 
 impl Socks5 {
-    /// Starts connecting to the proxy in `opts.socks_proxy`, for
-    /// `address` (`HOST:PORT`).
-    pub(crate) fn start(address: &str, opts: &Options) -> io::Result<Socks5> {
-        let inner = super::tcp::connect(&opts.socks_proxy, opts)?;
+    /// Talks to the proxy over `inner`, a tcp connect to it in progress
+    /// (`transport::tcp` starts it, to the `socks_proxy` option's address),
+    /// for `address` (`HOST:PORT`).
+    pub(crate) fn start(inner: mio::net::TcpStream, address: &str) -> io::Result<Socks5> {
         let (host, port) = address
             .rsplit_once(':')
             .ok_or_else(|| refused(format!("SOCKS5: no port in {address:?}")))?;

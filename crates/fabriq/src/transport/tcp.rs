@@ -46,9 +46,10 @@ impl Transport for Tcp {
 
     fn connect(&self, address: &Address, opts: &Options) -> io::Result<Box<dyn Stream>> {
         if !opts.socks_proxy.is_empty() {
+            let proxy = connect(&opts.socks_proxy, opts)?;
             return Ok(Box::new(super::socks::Socks5::start(
+                proxy,
                 &address.address,
-                opts,
             )?));
         }
         Ok(Box::new(connect(&address.address, opts)?))

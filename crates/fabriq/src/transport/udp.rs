@@ -1,7 +1,8 @@
 //! `udp://`, libzmq's datagram transport for RADIO, DISH and DGRAM: the
 //! endpoint syntax, the datagram formats, and opening the socket. No
 //! ZMTP: each message is one datagram. The I/O side (moving datagrams
-//! between the socket and its pipe) is `reactor/udp.rs`.
+//! between the socket and its pipe) is the udp engine,
+//! `reactor/engine/udp.rs`.
 //!
 //! Endpoints, as libzmq 4.3's `udp_address_t` and `ip_resolver_t` read
 //! them. IPv6 addresses may be written `[ADDR]` or bare (the port is after
@@ -539,6 +540,15 @@ pub(crate) fn for_family(to: SocketAddr, ipv6_socket: bool) -> Option<SocketAddr
 pub(crate) struct Directions {
     pub send: bool,
     pub recv: bool,
+}
+
+/// How a udp socket's datagrams are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// RADIO / DISH: `[group length, group, body]`, to a fixed target.
+    Groups { target: SocketAddr },
+    /// DGRAM: the body alone; messages are `[address, body]`.
+    Raw,
 }
 
 /// Opens the non-blocking socket for `address`, set up as libzmq's

@@ -1,6 +1,7 @@
-//! Which engine a connection gets: the data path (byte stream or fabric)
-//! by the socket type, and what the socket's thread may write for it.
-//! The one place that decides [`SocketWrites`] for every engine.
+//! Which engine a connection gets: the data path (byte stream, fabric or
+//! udp datagrams) by the socket type, and what the socket's thread may
+//! write for it. The one place that decides [`SocketWrites`] for every
+//! engine.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +15,17 @@ use crate::transport::{DataPath, Poller, Stream};
 
 use super::fabric::FabricEngine;
 use super::raw::RawEngine;
+use super::udp::UdpEngine;
 use super::{Engine, SocketWrites, StreamEngine};
+
+/// What an engine is made for: a transport's connection, or a udp
+/// socket (which has none).
+pub(crate) enum Conn {
+    /// A connected byte stream (for the fabric, its control channel).
+    Stream(Box<dyn Stream>),
+    /// A udp socket that bind or connect opened ([`DataPath::Datagram`]).
+    Datagram(std::net::UdpSocket),
+}
 
 /// What the socket's thread may write for a connection of `socket_type`:
 /// lock-step REQ and REP write each message when the wire is idle,
@@ -28,36 +39,36 @@ pub(crate) fn socket_writes(socket_type: SocketType) -> SocketWrites {
     }
 }
 
-/// The engine for a connected `stream` of a `socket_type` socket with
-/// `opts`, on
+/// The engine for `conn` of a `socket_type` socket with `opts`, on
 /// `data_path`. A fabric engine joins (or opens) its I/O thread's node
-/// through `poller`.
+/// through `poller`; a udp engine registers its socket with it.
 #[allow(clippy::too_many_arguments)] // what a connection starts from
 pub(crate) fn make_engine(
     data_path: &DataPath,
     socket_type: SocketType,
-    stream: Box<dyn Stream>,
+    conn: Conn,
     opts: &Options,
     spin: &Arc<Spin>,
     token: Token,
     poller: &mut Poller<'_>,
     now: Instant,
 ) -> Result<Box<dyn Engine>, String> {
-    let config = opts.zmtp_config(socket_type);
-    match data_path {
-        DataPath::Stream if socket_type == SocketType::Stream => {
+    match (data_path, conn) {
+        (DataPath::Stream, Conn::Stream(stream)) if socket_type == SocketType::Stream => {
             Ok(Box::new(RawEngine::new(stream)))
         }
-        DataPath::Stream => {
+        (DataPath::Stream, Conn::Stream(stream)) => {
+            let config = opts.zmtp_config(socket_type);
             let conn = Connection::new(config, now).map_err(|e| e.to_string())?;
             let writes = socket_writes(socket_type);
             Ok(Box::new(StreamEngine::new(stream, conn, writes)))
         }
-        DataPath::Fabric { provider } => {
+        (DataPath::Fabric { provider }, Conn::Stream(stream)) => {
             let engine = FabricEngine::start(
                 stream,
-                config,
+                opts.zmtp_config(socket_type),
                 provider.as_deref(),
+                socket_writes(socket_type),
                 opts,
                 spin,
                 token,
@@ -66,5 +77,14 @@ pub(crate) fn make_engine(
             )?;
             Ok(Box::new(engine))
         }
+        (DataPath::Datagram { framing, dirs }, Conn::Datagram(socket)) => {
+            let engine = UdpEngine::new(socket, *framing, *dirs, token, poller)
+                .map_err(|e| format!("cannot register the udp socket: {e}"))?;
+            Ok(Box::new(engine))
+        }
+        (DataPath::Datagram { .. }, Conn::Stream(_)) => {
+            Err("a connection on the udp data path".into())
+        }
+        (_, Conn::Datagram(_)) => Err("a udp socket on a connection's data path".into()),
     }
 }

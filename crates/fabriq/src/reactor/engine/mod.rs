@@ -16,7 +16,9 @@
 //! trait with its own meaning of the words: "writable" is a send credit,
 //! "read" reaps receive completions of posted buffers, and a write is done
 //! when its completion arrives, so its in-flight buffers stay in the
-//! engine until then ([`Engine::unsent`] counts them).
+//! engine until then ([`Engine::unsent`] counts them). The udp engine
+//! (`udp.rs`) has no connection and no handshake: one read is one
+//! datagram, one message one datagram written. `make.rs` picks the engine.
 //!
 //! Two speculative paths let the socket's thread do the engine's work
 //! instead of waking the I/O thread, because handing every batch of
@@ -60,7 +62,7 @@ mod stream;
 
 pub(crate) mod fabric;
 pub(crate) mod raw;
-pub(crate) mod udp;
+mod udp;
 
 use std::io;
 use std::time::Instant;
@@ -72,7 +74,7 @@ use crate::topics::Topics;
 use crate::transport::Poller;
 
 pub(crate) use link::Link;
-pub(crate) use make::make_engine;
+pub(crate) use make::{make_engine, Conn};
 pub(crate) use stream::StreamEngine;
 #[cfg(test)]
 pub(crate) use stream::MAX_BATCH;

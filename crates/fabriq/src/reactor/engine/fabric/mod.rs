@@ -20,7 +20,9 @@
 //! table of inboxes completions are filed into. [`wake`] holds the
 //! doorbell and spinner count of providers without wait descriptors,
 //! [`wire`] the formats, [`addr`] the check of a peer's data address
-//! against its control connection, [`seal`] the page encryption.
+//! against its control connection, [`seal`] the page encryption;
+//! `setup` starts a connection (its READY metadata, joining the node) and
+//! learns the peer's fabric fields once the handshake is done.
 //!
 //! The control channel is a [`StreamEngine`] that carries no messages:
 //! the ZMTP handshake (READY carries the fabric address, the token to
@@ -36,6 +38,7 @@ pub(crate) mod conn;
 pub(crate) mod node;
 pub(crate) mod rx;
 pub(crate) mod seal;
+mod setup;
 #[cfg(all(test, not(loom)))]
 mod tests;
 pub(crate) mod tx;
@@ -50,22 +53,17 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use fabriq_ofi::{FiAddr, Page, SharedCounter};
 use fabriq_zmtp::{Command, Part, PeerInfo, ProtocolError};
-use mio::Token;
 
-use super::{End, Engine, Input, Pulled, Reads, SocketWrites, StreamEngine};
-use crate::options::{FabricOptions, Options};
+use super::{End, Engine, Input, Pulled, Reads, StreamEngine};
+use crate::options::FabricOptions;
 use crate::pipe::{Item, Queue};
 use crate::spin::Spin;
 use crate::topics::Topics;
 use crate::transport::{Demux, Poller};
-use conn::{Effect, Flow, Limits};
+use conn::{Effect, Flow};
 use node::Node;
-use seal::Sealer;
 use tx::{Filled, Outbox, Source};
-use wire::{
-    hex, PageItem, PageReader, Rdv, KEY, PROP_ADDRESS, PROP_DOORBELL, PROP_ENCRYPT, PROP_PAGE,
-    PROP_RMA, PROP_SPINNERS, PROP_TOKEN, PROP_WINDOW, RING,
-};
+use wire::{PageItem, PageReader, Rdv, KEY, RING};
 
 /// How soon a send the provider refused (EAGAIN) is tried again.
 const RETRY: Duration = Duration::from_micros(200);
@@ -189,175 +187,6 @@ impl Source<Page> for EngineSource<'_> {
 }
 
 impl FabricEngine {
-    /// The READY metadata that tells the peer how to reach us: our
-    /// address, the token to stamp pages with, the window.
-    fn metadata(node: &Node, token: u64, limits: &Limits, encrypt: bool) -> Vec<(String, Bytes)> {
-        let mut props = vec![
-            (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
-            (PROP_TOKEN.into(), Bytes::from(format!("{token:016x}"))),
-            (PROP_WINDOW.into(), Bytes::from(node.window().to_string())),
-            (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
-        ];
-        if encrypt {
-            props.push((PROP_ENCRYPT.into(), Bytes::from_static(b"1")));
-        }
-        if node.rma && !encrypt {
-            props.push((PROP_RMA.into(), Bytes::from(limits.read_max.to_string())));
-        }
-        if !node.cq_waitable {
-            // The doorbell's name, or (without one) an empty value: ring
-            // over the control connection.
-            let name = node.doorbell.as_ref().map_or("", |(_, n)| n.as_str());
-            props.push((PROP_DOORBELL.into(), Bytes::from(name.to_string())));
-            if let Some(at) = node.spinners.as_deref().and_then(wake::spinners_at) {
-                props.push((PROP_SPINNERS.into(), Bytes::from(at)));
-            }
-        }
-        props
-    }
-
-    /// An engine for a connected control stream, with its node (made for
-    /// this I/O thread on first use) joined to the poller.
-    #[allow(clippy::too_many_arguments)] // what a connection starts from
-    pub(crate) fn start(
-        stream: Box<dyn crate::transport::Stream>,
-        mut config: fabriq_zmtp::Config,
-        provider: Option<&str>,
-        opts: &Options,
-        spin: &Arc<Spin>,
-        token: Token,
-        poller: &mut Poller<'_>,
-        now: Instant,
-    ) -> Result<FabricEngine, String> {
-        let local = stream.local_address();
-        let fabric = opts.fabric;
-        if fabric.encrypt && opts.security.mechanism != crate::Mechanism::ZMQ_CURVE {
-            // Bind and connect refuse this already (transport/ofi.rs);
-            // never send a page key over a control connection in clear.
-            return Err("fabric_encrypt needs CURVE on the control connection".into());
-        }
-        let node_key = Node::key(provider, &local, &fabric);
-        let node: Arc<Node> =
-            poller.local(&node_key, || Node::open(provider, Some(&local), &fabric))?;
-        let demux: Arc<dyn Demux> = node.clone();
-        poller.join(&demux).map_err(|e| e.to_string())?;
-        let (key, stamp) = node.add(token, fabric.encrypt)?;
-        let (sealer, page_key) = match fabric.encrypt {
-            true => {
-                let (sealer, key) = Sealer::generate();
-                (Some(sealer), Some(key))
-            }
-            false => (None, None),
-        };
-        let max_data = config.max_msg_size;
-        let limits = Limits {
-            // Never more than the socket takes in one message.
-            read_max: max_data.map_or(Limits::default().read_max, |m| {
-                m.clamp(1, Limits::default().read_max)
-            }),
-            ..Limits::default()
-        };
-        for (name, value) in Self::metadata(&node, stamp, &limits, fabric.encrypt) {
-            config
-                .metadata
-                .push(&name, value)
-                .map_err(|e| e.to_string())?;
-        }
-        let socket_type = config.socket_type;
-        let publisher = socket_type.is_publisher();
-        let writes = super::make::socket_writes(socket_type);
-        let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
-        let mut control = StreamEngine::new(stream, conn, SocketWrites::Never);
-        control.keep_commands(true);
-        let spell = match (&node.spinners, opts.spin_us > 0) {
-            (Some(c), true) => Some((spin.clone(), c.clone())),
-            _ => None,
-        };
-        let flush_wait =
-            (fabric.flush_us > 0).then(|| Duration::from_micros(fabric.flush_us as u64));
-        let outbox = Outbox::new(node.page_size, sealer, fabric.buffered, flush_wait);
-        Ok(FabricEngine {
-            control,
-            local,
-            flow: Flow::new(node.window(), limits),
-            outbox,
-            node,
-            key,
-            remote: None,
-            fabric,
-            eager: opts.spin_us > 0 || !fabric.buffered || writes == SocketWrites::WhenIdle,
-            spins: opts.spin_us > 0,
-            spell,
-            counted_spell: 0,
-            peer_spinners: None,
-            peer_doorbell: None,
-            unrung: false,
-            rendezvous: false,
-            page_key,
-            received: VecDeque::new(),
-            pages: PageReader::new(max_data, publisher),
-            max_data,
-            consumed: 0,
-            decoded: Vec::new(),
-            subscriber: writes == SocketWrites::Never,
-            failed: None,
-            retry_at: None,
-            pending_read: None,
-            drain_end: None,
-        })
-    }
-
-    /// The handshake (and ZAP) completed: reads the peer's fabric fields
-    /// from its READY, checks its data address against the control
-    /// connection, files it at the node, and grants its first credits.
-    fn learn_peer(&mut self) -> Result<(), String> {
-        let props = &self
-            .control
-            .peer()
-            .ok_or("no peer after the handshake")?
-            .properties;
-        let peer = wire::parse_peer(props)?;
-        let encrypt = self.page_key.is_some() || self.fabric.encrypt;
-        if peer.encrypt != encrypt {
-            let (peer_does, we_do) = match encrypt {
-                true => ("does not", "does"),
-                false => ("does", "does not"),
-            };
-            return Err(format!(
-                "the peer {peer_does} encrypt the fabric data path (fabric_encrypt) and this socket {we_do}: refused before any page was sent"
-            ));
-        }
-        addr::check(
-            &self.node.provider,
-            &peer.address,
-            &self.control.peer_address(),
-            &self.local,
-        )?;
-        let remote = self.node.authenticate(self.key, &peer.address)?;
-        self.remote = Some(remote);
-        self.outbox.set_limit(peer.page.min(self.node.page_size));
-        self.peer_spinners = match (&peer.doorbell, &peer.spinners) {
-            (Some(_), Some(at)) => wake::open_spinners(at),
-            _ => None,
-        };
-        self.peer_doorbell = peer.doorbell.clone();
-        // Sealed pages only: a lent frame would be read in clear.
-        self.rendezvous = self.node.rma && peer.read_max.is_some() && !encrypt;
-        if let Some(key) = self.page_key.take() {
-            // Our key goes before any page can (`remote` is set only now),
-            // inside CURVE's boxes; the Bytes zeroize it when dropped.
-            self.control
-                .send_command(KEY, Bytes::from_owner(key))
-                .map_err(|e| format!("cannot send the page key: {e}"))?;
-        }
-        // The first credits, recorded before the CREDIT can reach the peer.
-        let share = self.node.share();
-        let granted = self.flow.handle_handshake(peer, share);
-        self.node.grant(self.key, granted);
-        self.send_commands();
-        Ok(())
-    }
-
     /// Moves the commands the connection core queued to the control
     /// connection.
     fn send_commands(&mut self) {
