@@ -49,13 +49,29 @@ pub(crate) trait PeerIo: Send + Sync + std::fmt::Debug {
 
     /// The socket found `outbound` at its high-water mark and would drop
     /// a message: the engine may write what the wire takes on this thread.
-    /// Returns whether it wrote (room may have appeared).
-    fn flush(&self, outbound: &Queue) -> bool;
+    /// Never waits for the engine: see [`Flush`].
+    fn flush(&self, outbound: &Queue) -> Flush;
 
     /// The socket found `inbound`, the queue from the peer, empty and is
     /// about to sleep: the engine may read what has arrived on this thread.
     /// Returns whether anything was delivered.
     fn pull(&self, inbound: &Queue) -> bool;
+}
+
+/// What [`PeerIo::flush`] did with a full pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flush {
+    /// The engine wrote on the calling thread: look at the room again.
+    Wrote,
+    /// The I/O thread holds the engine, in the middle of a turn that
+    /// writes what the pipe holds when it ends (a message pushed now wakes
+    /// it again): the pipe may go over its high-water mark, up to
+    /// [`Queue::has_overdraft_room`], rather than drop what the wire may
+    /// have room for.
+    Busy,
+    /// Nothing was or can be written on this thread (an engine that never
+    /// writes here, the wire full, no connection).
+    Nothing,
 }
 
 /// Whom to wake when a queue changes state.
@@ -262,6 +278,17 @@ impl Queue {
             || self.conflate.load(Ordering::Relaxed)
             || self.reader_closed.load(Ordering::Acquire)
             || self.len() + pending < hwm
+    }
+
+    /// Whether one more message fits while the I/O thread is busy with the
+    /// connection ([`Flush::Busy`]): the pipe may hold up to twice its
+    /// high-water mark. Registers no wake-up (only patterns that drop ask).
+    pub(crate) fn has_overdraft_room(&self) -> bool {
+        let hwm = self.hwm.load(Ordering::Relaxed);
+        hwm == 0
+            || self.conflate.load(Ordering::Relaxed)
+            || self.reader_closed.load(Ordering::Acquire)
+            || self.len() < hwm.saturating_mul(2)
     }
 
     /// PROBE_ROUTER: queues the empty message that a DEALER, ROUTER or REQ
@@ -583,17 +610,23 @@ impl PipeEnd {
     /// Whether one more message to the peer fits under the high-water
     /// mark, for patterns that drop (or refuse) a message when it does not
     /// rather than wait: a full pipe is first written out by the
-    /// connection's engine on this thread, so what is dropped is what the
-    /// peer did not take, not what the I/O thread had not yet reached
-    /// (see `reactor/engine.rs`). Blocking patterns ask `tx.has_room()`
-    /// and sleep until the I/O thread makes room.
+    /// connection's engine on this thread, or, when the I/O thread holds
+    /// the engine mid-turn, may go up to twice its HWM ([`Flush`]), so what
+    /// is dropped is what the peer did not take, not what the I/O thread
+    /// had not yet reached (see `reactor/engine/mod.rs`). Never waits.
+    /// Blocking patterns ask `tx.has_room()` and sleep until the I/O
+    /// thread makes room.
     #[inline]
     pub(crate) fn has_room_to_send(&self) -> bool {
         if self.tx.has_room() {
             return true;
         }
-        match &self.peer_io {
-            Some(peer) => peer.flush(&self.tx) && self.tx.has_room(),
+        match self.peer_io.as_ref().map(|peer| peer.flush(&self.tx)) {
+            Some(Flush::Busy) => self.tx.has_overdraft_room(),
+            // Look again even when the engine wrote nothing here: the
+            // session may have emptied the pipe since the first look (the
+            // loom model in reactor/engine/link.rs found that drop).
+            Some(Flush::Wrote | Flush::Nothing) => self.tx.has_room(),
             None => false,
         }
     }

@@ -95,8 +95,8 @@ impl PeerIo for WakeSession {
         self.0.wake();
     }
 
-    fn flush(&self, _: &Queue) -> bool {
-        false
+    fn flush(&self, _: &Queue) -> crate::pipe::Flush {
+        crate::pipe::Flush::Nothing
     }
 
     fn pull(&self, _: &Queue) -> bool {

@@ -199,6 +199,13 @@ impl Session {
         }
     }
 
+    /// The connection's engine slot, for tests that hold it as a turn
+    /// would.
+    #[cfg(test)]
+    pub(super) fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
     pub(super) fn accepted_by(&self) -> Option<usize> {
         match self.origin {
             Origin::Accept { listener } => Some(listener),

@@ -502,6 +502,53 @@ fn a_publisher_drops_only_what_its_subscriber_does_not_take() {
     assert_eq!(got, (0..100).collect::<Vec<_>>(), "every message, in order");
 }
 
+/// The socket's thread never waits for an engine its I/O thread holds
+/// (issue 30): a PUB whose pipe is at its HWM while the sessions are
+/// mid-turn (the test holds their engines as a turn does) returns from
+/// `send` at once and keeps what it sends, up to twice the HWM; the
+/// session writes it when the turn ends. Before, `send` waited for the
+/// engine's lock (here, on a thread that holds it: forever).
+#[test]
+fn a_send_at_the_hwm_does_not_wait_for_a_session_mid_turn() {
+    let mut p = Pair::new();
+    let publisher = p.socket(crate::PUB);
+    publisher.set_sndhwm(10).unwrap();
+    publisher.bind("mem://pub-busy").unwrap();
+    let subscriber = p.socket(crate::SUB);
+    subscriber.set_subscribe(b"").unwrap();
+    subscriber.connect("mem://pub-busy").unwrap();
+    p.settle();
+
+    let links: Vec<_> = p
+        .event_loop
+        .sessions
+        .values()
+        .map(|s| s.link().clone())
+        .collect();
+    assert_eq!(links.len(), 2, "both ends connected");
+    let held: Vec<_> = links.iter().map(|l| l.lock()).collect();
+    let (done, sent) = std::sync::mpsc::channel();
+    let sender = std::thread::spawn(move || {
+        for i in 0..25 {
+            publisher.send(&numbered(i)[..], DONTWAIT).unwrap();
+        }
+        done.send(()).unwrap();
+        publisher
+    });
+    sent.recv_timeout(Duration::from_secs(10))
+        .expect("send waited for an engine its I/O thread holds");
+    let publisher = sender.join().unwrap();
+    drop(held);
+
+    let got = sequence(&mut p, &subscriber, 100);
+    assert_eq!(
+        got,
+        (0..20).collect::<Vec<_>>(),
+        "the oldest twice-the-HWM, in order"
+    );
+    drop(publisher);
+}
+
 #[test]
 fn a_peer_that_dies_mid_message_delivers_nothing_of_it() {
     let mut p = Pair::new();

@@ -2,8 +2,10 @@
 //! socket's end of its pipe (see the engine module's documentation for
 //! the speculative paths it offers the socket's thread).
 
-use crate::pipe::{PeerIo, Queue};
-use crate::sync::{Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+
+use crate::pipe::{Flush, PeerIo, Queue};
+use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 use super::super::{Clock, ReactorWaker};
 use super::Engine;
@@ -11,8 +13,19 @@ use super::Engine;
 /// A connection's engine behind a lock, shared by its session and the
 /// socket's end of its pipe; empty while the session has no connection.
 /// See the module documentation.
+///
+/// Only the session (the I/O thread that owns the connection) ever waits
+/// for the lock. The socket's thread only `try_lock`s it: when the session
+/// holds it, the session is in the middle of a turn that does the work the
+/// socket wanted done (and a push the socket makes meanwhile wakes it for
+/// another).
 pub(crate) struct Link {
     engine: Mutex<Option<Box<dyn Engine>>>,
+    /// Whether the engine in the slot writes a full pipe on the socket's
+    /// thread ([`Engine::can_flush`]): set whenever the session lets go
+    /// of the slot, read by [`PeerIo::flush`] without the lock, so a
+    /// socket whose engine never does never touches it.
+    flushable: AtomicBool,
     session: ReactorWaker,
     clock: Clock,
 }
@@ -23,19 +36,51 @@ impl std::fmt::Debug for Link {
     }
 }
 
+/// The session's hold on the engine slot ([`Link::lock`]). Letting go
+/// records whether the engine left in the slot can flush.
+pub(crate) struct SlotGuard<'a> {
+    guard: MutexGuard<'a, Option<Box<dyn Engine>>>,
+    flushable: &'a AtomicBool,
+}
+
+impl Deref for SlotGuard<'_> {
+    type Target = Option<Box<dyn Engine>>;
+    fn deref(&self) -> &Self::Target {
+        &self.guard
+    }
+}
+
+impl DerefMut for SlotGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.guard
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        let can = self.guard.as_ref().is_some_and(|e| e.can_flush());
+        self.flushable.store(can, Ordering::Release);
+    }
+}
+
 impl Link {
     pub(crate) fn new(session: ReactorWaker, clock: Clock) -> std::sync::Arc<Link> {
         std::sync::Arc::new(Link {
             engine: Mutex::new(None),
+            flushable: AtomicBool::new(false),
             session,
             clock,
         })
     }
 
-    /// The engine slot, for the session (which may wait for the socket's
-    /// thread to finish a speculative read or write).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Box<dyn Engine>>> {
-        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    /// The engine slot, for the session: the one caller that waits for it
+    /// (at most for a speculative read or write the socket's thread is
+    /// doing, which never waits for anything).
+    pub(crate) fn lock(&self) -> SlotGuard<'_> {
+        SlotGuard {
+            guard: self.engine.lock().unwrap_or_else(|p| p.into_inner()),
+            flushable: &self.flushable,
+        }
     }
 }
 
@@ -57,24 +102,37 @@ impl PeerIo for Link {
         }
     }
 
-    fn flush(&self, outbound: &Queue) -> bool {
-        // A blocking lock, unlike the speculative paths: the alternative
-        // is a dropped message, and a session that holds the engine may
-        // be descheduled in the middle of its turn (on a loaded machine
-        // that was most of the drops `try_lock` left). No deadlock: a
-        // session never waits for a socket's thread while it holds the
-        // engine, and the caller holds no queue lock.
-        let mut slot = self.lock();
-        let Some(engine) = slot.as_mut() else {
-            return false;
+    fn flush(&self, outbound: &Queue) -> Flush {
+        if !self.flushable.load(Ordering::Acquire) {
+            return Flush::Nothing;
+        }
+        let Ok(mut slot) = self.engine.try_lock() else {
+            // The session holds the engine, mid-turn: it writes what the
+            // pipe holds before it lets go, and the push the caller is
+            // about to make wakes it again if it already looked.
+            return Flush::Busy;
         };
+        let Some(engine) = slot.as_mut() else {
+            return Flush::Nothing;
+        };
+        let deadline = engine.poll_timeout();
         let wrote = engine.flush(outbound, self.clock.now());
-        let ended = !engine.is_active();
+        // An engine that ended, or that now waits for a time the session
+        // does not know of (a page held for the flush interval, a send to
+        // retry), is the session's to finish.
+        let wake = !engine.is_active()
+            || engine
+                .poll_timeout()
+                .is_some_and(|t| deadline.map_or(true, |d| t < d));
         drop(slot);
-        if ended {
+        if wake {
             self.session.wake();
         }
-        wrote
+        if wrote {
+            Flush::Wrote
+        } else {
+            Flush::Nothing
+        }
     }
 
     fn pull(&self, inbound: &Queue) -> bool {
@@ -111,7 +169,7 @@ mod loom_models {
     use super::super::{Input, Pulled, Reads};
     use super::*;
     use crate::pipe::Item;
-    use crate::pipe::Waker;
+    use crate::pipe::{PeerMeta, PipeEnd, Waker};
     use crate::signal::Signal;
     use crate::sync::AtomicUsize;
     use crate::sync::Ordering::SeqCst;
@@ -119,10 +177,11 @@ mod loom_models {
     use crate::transport::Poller;
 
     /// An engine whose stream holds `wire` messages; a read takes at most
-    /// `per_read` of them.
+    /// `per_read` of them. Its wire takes `room` more messages.
     struct ModelEngine {
         wire: Arc<AtomicUsize>,
         per_read: usize,
+        room: Arc<AtomicUsize>,
     }
 
     impl Engine for ModelEngine {
@@ -148,11 +207,27 @@ mod loom_models {
         }
         fn write(
             &mut self,
-            _: Option<&Queue>,
+            outbound: Option<&Queue>,
             _: Option<&mut Topics>,
             _: Instant,
         ) -> io::Result<()> {
+            // As StreamEngine: take from the pipe what the wire takes (an
+            // empty pop asks the pipe to wake us at the next push).
+            while let Some(q) = outbound.filter(|_| self.room.load(SeqCst) > 0) {
+                if q.pop().is_none() {
+                    break;
+                }
+                self.room.fetch_sub(1, SeqCst);
+            }
             Ok(())
+        }
+        fn can_flush(&self) -> bool {
+            true
+        }
+        fn flush(&mut self, outbound: &Queue, now: Instant) -> bool {
+            let room = self.room.load(SeqCst);
+            self.write(Some(outbound), None, now).unwrap();
+            self.room.load(SeqCst) < room
         }
         fn unsent(&self) -> usize {
             0
@@ -203,6 +278,7 @@ mod loom_models {
         reactor: crate::reactor::Reactor,
         link: Arc<Link>,
         wire: Arc<AtomicUsize>,
+        room: Arc<AtomicUsize>,
         /// The socket's signal and the queue it reads from this peer.
         signal: Arc<Signal>,
         inbound: Arc<Queue>,
@@ -213,9 +289,11 @@ mod loom_models {
             crate::reactor::Reactor::unstarted(Clock::default()).expect("a reactor");
         let link = Link::new(reactor.reactor_waker(1), Clock::default());
         let wire = Arc::new(AtomicUsize::new(wire_holds));
+        let room = Arc::new(AtomicUsize::new(0));
         *link.lock() = Some(Box::new(ModelEngine {
             wire: wire.clone(),
             per_read,
+            room: room.clone(),
         }));
         let signal = Arc::new(Signal::new().unwrap());
         let inbound = Queue::new(0, Waker::Socket(signal.clone()), Waker::Peer(link.clone()));
@@ -223,9 +301,70 @@ mod loom_models {
             reactor,
             link,
             wire,
+            room,
             signal,
             inbound,
         }
+    }
+
+    /// The socket's end of a pipe to the model engine whose queue to the
+    /// peer holds `hwm` messages.
+    fn socket_end(s: &Setup, hwm: usize) -> PipeEnd {
+        let outbound = Queue::new(
+            hwm,
+            Waker::Peer(s.link.clone()),
+            Waker::Socket(s.signal.clone()),
+        );
+        PipeEnd {
+            id: crate::pipe::next_pipe_id(),
+            rx: s.inbound.clone(),
+            tx: outbound,
+            peer: PeerMeta {
+                identity: Default::default(),
+                metadata: None,
+                all_groups: false,
+            },
+            peer_io: Some(s.link.clone()),
+            reader: Default::default(),
+        }
+    }
+
+    /// A socket that drops what does not fit (PUB, ROUTER) sends while
+    /// the session runs a turn that writes: whichever thread holds the
+    /// engine, the socket never waits for it, nothing is dropped while
+    /// the wire has room, the pipe stays within twice its high-water
+    /// mark, and what is left in it has the session woken.
+    #[test]
+    fn a_full_pipe_is_written_or_kept_and_nobody_waits() {
+        loom::model(|| {
+            let s = setup(0, 1);
+            s.room.store(2, SeqCst);
+            let end = socket_end(&s, 1);
+            let session = {
+                let (link, outbound) = (s.link.clone(), end.tx.clone());
+                loom::thread::spawn(move || {
+                    let mut slot = link.lock();
+                    let engine = slot.as_mut().unwrap();
+                    engine.write(Some(&outbound), None, Instant::now()).unwrap();
+                })
+            };
+            let mut dropped = 0;
+            for _ in 0..2 {
+                if end.has_room_to_send() {
+                    end.tx.push(Item::Msg(Multipart::new()));
+                    assert!(end.tx.len() <= 2, "the pipe went past twice its HWM");
+                } else {
+                    dropped += 1;
+                }
+            }
+            session.join().unwrap();
+            assert_eq!(dropped, 0, "a message dropped while the wire had room");
+            if end.tx.len() > 0 {
+                let woken = s.reactor.shared.lock().ready.contains(&1);
+                assert!(woken, "messages left in the pipe and nobody told");
+            }
+            drop(s.reactor);
+        });
     }
 
     /// The session (I/O thread) reads what arrived while the socket's

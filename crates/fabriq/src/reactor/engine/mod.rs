@@ -24,7 +24,7 @@
 //! instead of waking the I/O thread, because handing every batch of
 //! messages from one thread to another is what costs libzmq a context
 //! switch per batch. Whether to take them is the engine's decision (the
-//! pipe only knows [`PeerIo`], which [`Link`] implements by asking the
+//! pipe only knows [`PeerIo`](crate::pipe::PeerIo), which [`Link`] implements by asking the
 //! engine):
 //!
 //! - *Read on the socket's thread* ([`Engine::pull`]): a socket that finds
@@ -52,9 +52,21 @@
 //!   never write this way: the session records the subscriptions that
 //!   pass through their pipes, for replay after a reconnect.
 //!
-//! The link's lock is uncontended in the steady state: the socket's thread
-//! only `try_lock`s it, and a session that holds it is doing the same work
-//! and will wake the socket (see the loom model at the end).
+//! No thread waits for an engine it does not own: the socket's thread only
+//! `try_lock`s the link, on every path. When the session holds the engine
+//! it is in the middle of a turn that does the work the socket wanted
+//! done, and the socket's push wakes it for another. A full pipe then
+//! ([`crate::pipe::Flush::Busy`]) takes the message anyway, up to twice
+//! its high-water mark, rather than drop what the wire may have room for.
+//! The loom models in `link.rs` check both paths.
+//!
+//! So a message is dropped only when the peer is not keeping up, except:
+//! on an engine that cannot flush ([`Engine::can_flush`]: UDP's, and
+//! subscribers', which write only on the I/O thread), where a socket that
+//! outruns its I/O thread drops at the HWM as libzmq does; and when the I/O
+//! thread stays descheduled in the middle of a turn while the socket sends
+//! another HWM of messages. A fabric engine flushes as far as its credits
+//! and free pages allow: past those, the peer is not keeping up.
 
 mod link;
 mod make;
@@ -210,11 +222,17 @@ pub(crate) trait Engine: Send {
     /// session is woken).
     fn output_ready(&mut self, outbound: &Queue, now: Instant) -> bool;
 
+    /// Whether [`Engine::flush`] may write on the socket's thread (then
+    /// the socket asks before it drops a message). Engines that leave all
+    /// writing to the session keep this default.
+    fn can_flush(&self) -> bool {
+        false
+    }
+
     /// The socket found `outbound` at its high-water mark and would drop
-    /// a message: write what the wire takes now, on this thread (see the
-    /// module docs). Returns whether the engine wrote; the caller then
-    /// looks at the queue's room again. Engines that leave all writing to
-    /// the session keep this default.
+    /// a message: write what the wire takes now, on this thread, at most
+    /// one batch (see the module docs). Returns whether the engine wrote;
+    /// the caller then looks at the queue's room again.
     fn flush(&mut self, _outbound: &Queue, _now: Instant) -> bool {
         false
     }

@@ -23,6 +23,10 @@ const READ_SIZE: usize = 64 * 1024;
 /// Pieces per vectored write.
 const MAX_IOV: usize = 64;
 
+/// Bytes taken from the pipe ahead of the wire: beyond this, messages
+/// stay in the pipe, where its high-water mark counts them.
+const TAKE_AHEAD: usize = 256 * 1024;
+
 /// Why a STREAM connection ended when the application closed it: the
 /// session then ends too, without reconnecting (libzmq terminates a raw
 /// session whose pipe the socket closed).
@@ -146,7 +150,8 @@ impl Engine for RawEngine {
     ) -> io::Result<()> {
         loop {
             if let Some(q) = outbound {
-                while let Some(item) = q.pop() {
+                while self.unsent < TAKE_AHEAD {
+                    let Some(item) = q.pop() else { break };
                     if let Item::Msg(m) = item {
                         for frame in m {
                             self.unsent += frame.len();
@@ -249,5 +254,23 @@ impl Engine for RawEngine {
 
     fn output_ready(&mut self, _outbound: &Queue, _now: Instant) -> bool {
         false
+    }
+
+    fn can_flush(&self) -> bool {
+        true
+    }
+
+    /// Writes what the wire takes on the socket's thread (a STREAM socket
+    /// whose pipe to this peer is full). An error ends the connection at
+    /// the session's next read.
+    fn flush(&mut self, outbound: &Queue, now: Instant) -> bool {
+        if !self.is_active() || !self.writable {
+            return false;
+        }
+        if let Err(e) = self.write(Some(outbound), None, now) {
+            self.ended = Some(End::Io(e));
+            return false;
+        }
+        true
     }
 }

@@ -295,6 +295,10 @@ impl Engine for StreamEngine {
         self.write_here(outbound, now)
     }
 
+    fn can_flush(&self) -> bool {
+        self.socket_writes != SocketWrites::Never
+    }
+
     fn flush(&mut self, outbound: &Queue, now: Instant) -> bool {
         if self.socket_writes == SocketWrites::Never {
             return false;

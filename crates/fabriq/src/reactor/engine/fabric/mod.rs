@@ -515,7 +515,9 @@ impl Engine for FabricEngine {
     }
 
     fn is_active(&self) -> bool {
-        self.control.is_active() && self.remote.is_some()
+        // A failure found on the socket's thread (a flush) ends the
+        // connection at the session's next read.
+        self.control.is_active() && self.remote.is_some() && self.failed.is_none()
     }
 
     fn handshaken(&self) -> bool {
@@ -639,6 +641,27 @@ impl Engine for FabricEngine {
             delivered,
             hand_over: more,
         }
+    }
+
+    fn can_flush(&self) -> bool {
+        !self.subscriber
+    }
+
+    /// Fills and sends pages from a full pipe on the socket's thread, as
+    /// far as credits and free pages allow (a partly filled page waits for
+    /// the flush interval as usual; the link wakes the session for its
+    /// timer). True when messages left the pipe.
+    fn flush(&mut self, outbound: &Queue, now: Instant) -> bool {
+        if self.subscriber || !self.is_active() || self.flow.draining() {
+            return false;
+        }
+        let before = outbound.len();
+        self.flow_out(Some(outbound), None, now);
+        self.send_commands();
+        if self.failed.is_some() || self.control.write(None, None, now).is_err() {
+            return false;
+        }
+        outbound.len() < before
     }
 
     /// Sends on the socket's thread when the engine is eager (see
