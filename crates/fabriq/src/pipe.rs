@@ -38,7 +38,7 @@ pub(crate) enum Item {
 /// connection's engine rather than by a socket. Pipes know only this; what
 /// the engine does when asked (read or write on the calling thread, or
 /// wake the thread that drives it) is its own decision (see
-/// `reactor/engine.rs`).
+/// `reactor/engine/mod.rs`).
 pub(crate) trait PeerIo: Send + Sync + std::fmt::Debug {
     /// Wakes whoever drives the connection.
     fn wake(&self);

@@ -24,8 +24,8 @@
 //!   sessions or sockets);
 //! - the fabric connection core (`reactor/engine/fabric/conn.rs`, `rx.rs`,
 //!   `tx.rs`, or folders of those names) naming `fabriq_ofi` in its code:
-//!   the core does not import the libfabric binding. (Until those files
-//!   exist the rule holds by itself; a test below shows it bites.)
+//!   the core does not import the libfabric binding (a test below shows
+//!   the rule bites);
 //! - any `.rs` file under `src/` with more than 800 lines of code, not
 //!   counting its test-only items (`#[cfg(test)]`, `#[cfg(all(test, ..))]`
 //!   and what they gate): a file that grows past it is split by what its

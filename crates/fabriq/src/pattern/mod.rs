@@ -288,7 +288,7 @@ impl Pipes {
     /// message, so one busy peer cannot starve the others).
     ///
     /// When every pipe is empty, the socket reads its connections itself
-    /// (see `reactor/engine.rs`) before giving up, so a receiver that keeps
+    /// (see `reactor/engine/mod.rs`) before giving up, so a receiver that keeps
     /// up with its peers never waits for the I/O thread. With many peers
     /// that costs a read per peer per empty look, so only sockets with a
     /// few connections do it; the others rely on the I/O thread alone.

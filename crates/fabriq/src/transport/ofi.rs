@@ -2,7 +2,7 @@
 //! libfabric. `HOST:PORT` is a TCP control connection (ZMTP's greeting,
 //! handshake, heartbeats and the exchange of fabric addresses); messages
 //! move through a libfabric RDM endpoint of the provider, in registered
-//! pages, driven by the fabric engine (`reactor/fabric.rs`). `ofi://`
+//! pages, driven by the fabric engine (`reactor/engine/fabric/`). `ofi://`
 //! takes the first RDM provider `fi_getinfo` offers.
 
 use std::io;

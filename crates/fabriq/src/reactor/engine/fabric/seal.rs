@@ -15,7 +15,7 @@
 //! plaintext stays in the received page (zero-copy delivery still works:
 //! frames are slices of the page after [`OVERHEAD`]).
 //!
-//! Used by the fabric engine (`reactor/fabric.rs`) when a socket sets
+//! Used by the fabric engine (`reactor/engine/fabric/`) when a socket sets
 //! `fabric_encrypt`; the keys travel in `KEY` commands on the
 //! CURVE-encrypted control connection (docs/fabric.md, "Encryption of
 //! the data path").

@@ -4,7 +4,7 @@
 //! frame's body ([`Rdv`]), the control-channel commands ([`Control`]) and
 //! the fabric fields of a peer's READY ([`PeerFabric`]).
 //!
-//! `fabric.rs` drives them; they are apart so that the fuzz targets
+//! The engine (`fabric/mod.rs`) drives them; they are apart so that the fuzz targets
 //! (`fuzz/`, through `crate::fuzzing`) reach exactly the code that parses
 //! what a fabric peer sends.
 
@@ -61,8 +61,8 @@ pub(crate) const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
 /// frames come through pages).
 pub(crate) const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
 /// With a doorbell: where the peer finds the count of our sockets that
-/// spin on the node (`HOST:PID:FD`, HOST the first 8 characters of the boot
-/// id); while it is above zero the peer need not ring (`crate::spin`).
+/// spin on the node (`HOST:PID:FD`, HOST a hash of the boot id, `wake.rs`
+/// `host_tag`); while it is above zero the peer need not ring (`crate::spin`).
 pub(crate) const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
 /// `1` when the node seals its pages (`fabric_encrypt`); both sides must
 /// agree.
