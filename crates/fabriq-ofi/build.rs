@@ -45,6 +45,7 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=FABRIQ_OFI_DISABLE");
     println!("cargo::rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo::rerun-if-env-changed=PKG_CONFIG_LIBDIR");
 
     if std::env::var("FABRIQ_OFI_DISABLE").is_ok_and(|v| v == "1") {
         println!("cargo::warning=fabriq-ofi: FABRIQ_OFI_DISABLE=1, building without libfabric");
@@ -63,6 +64,13 @@ fn main() {
                  building without fabric support (install libfabric-dev or libfabric-devel)",
                 e.to_string().lines().next().unwrap_or("")
             );
+            // Installing libfabric later adds its .pc file to one of these
+            // folders, which changes the folder's modification time (the
+            // file itself keeps its package's): the next build probes
+            // again, with no `cargo clean`.
+            for dir in pkg_config_dirs() {
+                println!("cargo::rerun-if-changed={}", dir.display());
+            }
             return;
         }
     };
@@ -91,6 +99,32 @@ fn main() {
     // dlopen and dlvsym: in libc since glibc 2.34, in libdl before.
     println!("cargo::rustc-link-lib=dl");
     println!("cargo::rustc-cfg=fabriq_ofi_libfabric");
+}
+
+/// The folders pkg-config searches: `PKG_CONFIG_PATH`'s, then
+/// `PKG_CONFIG_LIBDIR`'s or pkg-config's own default list; those that
+/// exist.
+fn pkg_config_dirs() -> Vec<std::path::PathBuf> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let default = || {
+        Command::new("pkg-config")
+            .args(["--variable", "pc_path", "pkg-config"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    for list in [
+        env("PKG_CONFIG_PATH"),
+        env("PKG_CONFIG_LIBDIR").or_else(default),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        dirs.extend(std::env::split_paths(&list).filter(|d| d.is_dir()));
+    }
+    dirs
 }
 
 /// The version (`FABRIC_1.3`...) the linker binds for each of [`SYMBOLS`],

@@ -33,8 +33,15 @@ pub fn prefix() -> &'static Path {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         std::fs::create_dir_all(dir.join("include")).unwrap();
-        let so = profile_dir().join("libfabriq_capi.so");
-        assert!(so.exists(), "{} not built", so.display());
+        // `cargo test` leaves the cdylib in deps/ (only `cargo build`
+        // copies it up a level): the one cargo built for this test run.
+        let so = [
+            profile_dir().join("deps/libfabriq_capi.so"),
+            profile_dir().join("libfabriq_capi.so"),
+        ]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no libfabriq_capi.so in {}", profile_dir().display()));
         std::fs::copy(&so, dir.join("lib/libzmq.so.5")).unwrap();
         std::os::unix::fs::symlink("libzmq.so.5", dir.join("lib/libzmq.so")).unwrap();
         std::fs::copy(crate_dir().join("include/zmq.h"), dir.join("include/zmq.h")).unwrap();
