@@ -329,6 +329,7 @@ impl FabricEngine {
         }
         addr::check(
             &self.node.provider,
+            &self.node.name,
             &peer.address,
             &self.control.peer_address(),
             &self.local,
