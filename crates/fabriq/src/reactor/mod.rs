@@ -20,6 +20,8 @@ mod tests;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use engine::fabric::wire;
+#[cfg(feature = "fuzzing")]
+pub(crate) use engine::fabric::{addr, conn};
 pub(crate) use engine::udp::Framing;
 use engine::udp::UdpEngine;
 
