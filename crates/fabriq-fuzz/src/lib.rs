@@ -25,6 +25,9 @@ use fabriq_zmtp::{
 #[allow(dead_code, missing_docs)]
 #[path = "../../fabriq-cli/src/format.rs"]
 mod cli_format;
+mod fabric_core;
+
+pub use fabric_core::{fabric_flow, fabric_ready};
 
 /// A target's body.
 pub type Target = fn(&[u8]);
@@ -39,6 +42,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("handshake_curve", handshake_curve),
     ("fabric_pages", fabric_pages),
     ("fabric_control", fabric_control),
+    ("fabric_ready", fabric_ready),
+    ("fabric_flow", fabric_flow),
     ("endpoint", endpoint),
     ("socket_options", socket_options),
     ("cli_line", cli_line),

@@ -30,6 +30,8 @@ mod tests;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use engine::fabric::wire;
+#[cfg(feature = "fuzzing")]
+pub(crate) use engine::fabric::{addr, conn};
 
 use engine::Link;
 

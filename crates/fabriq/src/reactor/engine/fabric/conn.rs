@@ -28,11 +28,11 @@ use fabriq_zmtp::ProtocolError;
 use super::wire::{self, Control, PeerFabric, Rdv, CREDIT, FIN, RDV_DONE};
 
 /// How long a receiver waits for the pages a FIN announced.
-pub(crate) const FIN_WAIT: Duration = Duration::from_secs(5);
+pub const FIN_WAIT: Duration = Duration::from_secs(5);
 
 /// The bounds on what a connection lends and reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Frames lent at once, at most.
     pub lent_frames: usize,
     /// Bytes lent at once, at most (a frame larger than this is streamed
@@ -68,7 +68,7 @@ struct Loan<L> {
 
 /// What a command from the peer asks of the engine.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// Nothing more.
     None,
     /// The peer sent pages and we have no wait descriptor: read the
@@ -80,7 +80,7 @@ pub(crate) enum Effect {
 /// registered memory, let go when the peer is done with it or the
 /// connection ends).
 #[derive(Debug)]
-pub(crate) struct Flow<L> {
+pub struct Flow<L> {
     limits: Limits,
     /// The peer, once its READY came.
     peer: Option<PeerFabric>,
@@ -112,7 +112,7 @@ pub(crate) struct Flow<L> {
 
 impl<L> Flow<L> {
     /// A connection that will grant at most `window` pages.
-    pub(crate) fn new(window: u32, limits: Limits) -> Flow<L> {
+    pub fn new(window: u32, limits: Limits) -> Flow<L> {
         Flow {
             limits,
             peer: None,
@@ -135,7 +135,7 @@ impl<L> Flow<L> {
     /// fields: grants it its first `share` pages (at most our window).
     /// Returns the grant, which the caller records in the connection's
     /// [`super::rx::Inbox`] before the CREDIT can reach the peer.
-    pub(crate) fn handle_handshake(&mut self, peer: PeerFabric, share: u32) -> u32 {
+    pub fn handle_handshake(&mut self, peer: PeerFabric, share: u32) -> u32 {
         self.peer = Some(peer);
         let give = share.min(self.window);
         if give > 0 {
@@ -149,7 +149,7 @@ impl<L> Flow<L> {
 
     /// Applies a command the peer sent on the control connection; the
     /// error ends the connection.
-    pub(crate) fn handle_command(&mut self, control: Control) -> Result<Effect, String> {
+    pub fn handle_command(&mut self, control: Control) -> Result<Effect, String> {
         let window = self.peer.as_ref().map_or(0, |p| p.window);
         match control {
             Control::Ring => return Ok(Effect::Ring),
@@ -176,26 +176,26 @@ impl<L> Flow<L> {
     // --- sending pages ---
 
     /// Whether a page may be sent now (the peer granted one).
-    pub(crate) fn may_send(&self) -> bool {
+    pub fn may_send(&self) -> bool {
         self.credits > 0 && self.peer.is_some()
     }
 
     /// The CQ data of the next page: the peer's token plus its sequence
     /// number. Call [`Flow::sent`] once the provider took the page.
-    pub(crate) fn stamp(&self) -> u64 {
+    pub fn stamp(&self) -> u64 {
         let token = self.peer.as_ref().map_or(0, |p| p.token);
         token.wrapping_add(self.send_seq)
     }
 
     /// The page stamped last went.
-    pub(crate) fn sent(&mut self) {
+    pub fn sent(&mut self) {
         debug_assert!(self.credits > 0);
         self.credits -= 1;
         self.send_seq += 1;
     }
 
     /// Queues our FIN: the last command, after our last page.
-    pub(crate) fn close(&mut self) {
+    pub fn close(&mut self) {
         self.out
             .push_back((FIN, Bytes::copy_from_slice(&self.send_seq.to_be_bytes())));
     }
@@ -203,7 +203,7 @@ impl<L> Flow<L> {
     // --- receiving pages ---
 
     /// `pages` more pages were taken from the connection's inbox.
-    pub(crate) fn consumed(&mut self, pages: u32) {
+    pub fn consumed(&mut self, pages: u32) {
         self.consumed = self.consumed.saturating_add(pages);
     }
 
@@ -214,7 +214,7 @@ impl<L> Flow<L> {
     /// The peer may send `granted - consumed` more pages. With many
     /// peers each gets a smaller share, so together they stay within the
     /// receives the node keeps posted.
-    pub(crate) fn poll_grant(&mut self, share: u32, force: bool) -> Option<u32> {
+    pub fn poll_grant(&mut self, share: u32, force: bool) -> Option<u32> {
         self.peer.as_ref()?;
         let held = self.granted.saturating_sub(self.consumed);
         let share = share.min(self.window);
@@ -234,7 +234,7 @@ impl<L> Flow<L> {
     /// Whether a frame of `len` bytes may be lent now: the peer reads by
     /// RMA, the frame is within what it reads, and our caps on lent
     /// frames and bytes leave room for it.
-    pub(crate) fn may_lend(&self, len: usize) -> bool {
+    pub fn may_lend(&self, len: usize) -> bool {
         let Some(peer) = self.peer.as_ref() else {
             return false;
         };
@@ -251,13 +251,13 @@ impl<L> Flow<L> {
 
     /// Whether the caps on lent frames are reached (more lending waits
     /// for the peer to read).
-    pub(crate) fn lending_full(&self) -> bool {
+    pub fn lending_full(&self) -> bool {
         self.lent.len() >= self.limits.lent_frames
     }
 
     /// Lends `frame` of `len` bytes until `now` plus the loan time;
     /// returns its id for the RDV frame.
-    pub(crate) fn lend(&mut self, frame: L, len: usize, now: Instant) -> u32 {
+    pub fn lend(&mut self, frame: L, len: usize, now: Instant) -> u32 {
         let id = self.next_lent;
         self.next_lent = self.next_lent.wrapping_add(1);
         self.lent_bytes += len;
@@ -267,13 +267,13 @@ impl<L> Flow<L> {
     }
 
     /// Bytes lent and not read yet.
-    pub(crate) fn lent_bytes(&self) -> usize {
+    pub fn lent_bytes(&self) -> usize {
         self.lent_bytes
     }
 
     /// Frames lent and not read yet.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn lent_frames(&self) -> usize {
+    #[cfg(any(all(test, not(loom)), feature = "fuzzing"))]
+    pub fn lent_frames(&self) -> usize {
         self.lent.len()
     }
 
@@ -282,11 +282,7 @@ impl<L> Flow<L> {
     /// Checks a rendezvous frame the peer sent against what we announced
     /// and the socket's MAXMSGSIZE (`max_data`), and notes the read.
     /// Returns the length to read. The error ends the connection.
-    pub(crate) fn handle_rdv(
-        &mut self,
-        rdv: &Rdv,
-        max_data: Option<u64>,
-    ) -> Result<usize, ProtocolError> {
+    pub fn handle_rdv(&mut self, rdv: &Rdv, max_data: Option<u64>) -> Result<usize, ProtocolError> {
         let bad = wire::bad_rdv;
         if self.peer.is_none() || self.reading.is_some() || rdv.len == 0 {
             return Err(bad());
@@ -301,13 +297,13 @@ impl<L> Flow<L> {
     }
 
     /// The rendezvous read in progress, if any (frames after it wait).
-    pub(crate) fn reading(&self) -> Option<(u32, bool)> {
+    pub fn reading(&self) -> Option<(u32, bool)> {
         self.reading
     }
 
     /// The read in progress completed: tells the peer it may let the
     /// frame go. Returns whether more frames of the message follow.
-    pub(crate) fn read_done(&mut self) -> Option<bool> {
+    pub fn read_done(&mut self) -> Option<bool> {
         let (id, more) = self.reading.take()?;
         self.out
             .push_back((RDV_DONE, Bytes::copy_from_slice(&id.to_be_bytes())));
@@ -319,7 +315,7 @@ impl<L> Flow<L> {
     /// The control connection ended: whether to keep taking the pages
     /// the peer's FIN announced until they are in (or `now` plus
     /// [`FIN_WAIT`]).
-    pub(crate) fn handle_control_end(&mut self, now: Instant) -> bool {
+    pub fn handle_control_end(&mut self, now: Instant) -> bool {
         if self.peer_fin.is_none() || self.peer.is_none() {
             return false;
         }
@@ -328,17 +324,17 @@ impl<L> Flow<L> {
     }
 
     /// Whether the connection only drains the pages of a FIN.
-    pub(crate) fn draining(&self) -> bool {
+    pub fn draining(&self) -> bool {
         self.drain_until.is_some()
     }
 
     /// Whether every page the peer's FIN announced has been taken.
-    pub(crate) fn fin_complete(&self, taken: u64) -> bool {
+    pub fn fin_complete(&self, taken: u64) -> bool {
         self.peer_fin.map_or(true, |n| taken >= n)
     }
 
     /// The next deadline: a loan running out, or the end of a drain.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let loans = self.lent.values().map(|l| l.due).min();
         [loans, self.drain_until].into_iter().flatten().min()
     }
@@ -346,7 +342,7 @@ impl<L> Flow<L> {
     /// Runs the timers. The error ends the connection: a lent frame the
     /// peer did not read in time (let go now), or pages a FIN announced
     /// that did not come.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) -> Result<(), String> {
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), String> {
         if self.drain_until.is_some_and(|t| t <= now) {
             self.drain_until = None;
             return Err("the pages before the peer's FIN did not arrive".into());
@@ -364,17 +360,17 @@ impl<L> Flow<L> {
     }
 
     /// The next command to send on the control connection.
-    pub(crate) fn poll_command(&mut self) -> Option<(&'static [u8], Bytes)> {
+    pub fn poll_command(&mut self) -> Option<(&'static [u8], Bytes)> {
         self.out.pop_front()
     }
 
     /// Puts back a command the control connection did not take.
-    pub(crate) fn unpoll_command(&mut self, command: (&'static [u8], Bytes)) {
+    pub fn unpoll_command(&mut self, command: (&'static [u8], Bytes)) {
         self.out.push_front(command);
     }
 
     /// Lets go of every lent frame (the connection ends).
-    pub(crate) fn release_all(&mut self) -> Vec<L> {
+    pub fn release_all(&mut self) -> Vec<L> {
         self.lent_bytes = 0;
         self.lent.drain().map(|(_, l)| l.frame).collect()
     }

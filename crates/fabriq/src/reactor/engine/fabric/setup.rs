@@ -14,10 +14,7 @@ use super::conn::{Flow, Limits};
 use super::node::Node;
 use super::seal::Sealer;
 use super::tx::Outbox;
-use super::wire::{
-    self, hex, PageReader, KEY, PROP_ADDRESS, PROP_DOORBELL, PROP_ENCRYPT, PROP_PAGE, PROP_RMA,
-    PROP_SPINNERS, PROP_TOKEN, PROP_WINDOW,
-};
+use super::wire::{self, PageReader, PeerFabric, KEY};
 use super::{addr, wake, FabricEngine};
 use crate::options::Options;
 use crate::spin::Spin;
@@ -26,29 +23,32 @@ use crate::transport::{Demux, Poller};
 impl FabricEngine {
     /// The READY metadata that tells the peer how to reach us: our
     /// address, the token to stamp pages with, the window.
-    fn metadata(node: &Node, token: u64, limits: &Limits, encrypt: bool) -> Vec<(String, Bytes)> {
-        let mut props = vec![
-            (PROP_ADDRESS.into(), Bytes::from(hex(&node.name))),
-            (PROP_TOKEN.into(), Bytes::from(format!("{token:016x}"))),
-            (PROP_WINDOW.into(), Bytes::from(node.window().to_string())),
-            (PROP_PAGE.into(), Bytes::from(node.page_size.to_string())),
-        ];
-        if encrypt {
-            props.push((PROP_ENCRYPT.into(), Bytes::from_static(b"1")));
-        }
-        if node.rma && !encrypt {
-            props.push((PROP_RMA.into(), Bytes::from(limits.read_max.to_string())));
-        }
-        if !node.cq_waitable {
-            // The doorbell's name, or (without one) an empty value: ring
-            // over the control connection.
-            let name = node.doorbell.as_ref().map_or("", |(_, n)| n.as_str());
-            props.push((PROP_DOORBELL.into(), Bytes::from(name.to_string())));
-            if let Some(at) = node.spinners.as_deref().and_then(wake::spinners_at) {
-                props.push((PROP_SPINNERS.into(), Bytes::from(at)));
-            }
-        }
-        props
+    fn metadata(
+        node: &Node,
+        token: u64,
+        limits: &Limits,
+        encrypt: bool,
+    ) -> Vec<(&'static str, Bytes)> {
+        // Without wait descriptors: the doorbell's name, or (without one)
+        // an empty value, to be rung over the control connection.
+        let doorbell = (!node.cq_waitable).then(|| {
+            node.doorbell
+                .as_ref()
+                .map_or(String::new(), |(_, n)| n.clone())
+        });
+        let ours = PeerFabric {
+            address: node.name.clone(),
+            token,
+            window: node.window(),
+            page: node.page_size,
+            read_max: (node.rma && !encrypt).then_some(limits.read_max),
+            spinners: doorbell
+                .as_ref()
+                .and_then(|_| node.spinners.as_deref().and_then(wake::spinners_at)),
+            doorbell,
+            encrypt,
+        };
+        wire::ready_fields(&ours)
     }
 
     /// An engine for a connected control stream, with its node (made for
@@ -97,7 +97,7 @@ impl FabricEngine {
         for (name, value) in Self::metadata(&node, stamp, &limits, fabric.encrypt) {
             config
                 .metadata
-                .push(&name, value)
+                .push(name, value)
                 .map_err(|e| e.to_string())?;
         }
         let socket_type = config.socket_type;
@@ -165,6 +165,7 @@ impl FabricEngine {
         }
         addr::check(
             &self.node.provider,
+            &self.node.name,
             &peer.address,
             &self.control.peer_address(),
             &self.local,

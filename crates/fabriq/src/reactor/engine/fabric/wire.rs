@@ -453,6 +453,33 @@ pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
     })
 }
 
+/// The READY properties that announce `ours`, as [`parse_peer`] reads them
+/// back: the address (hex), token (16 hex digits), window and page size,
+/// and each optional field that is set (`X-Fabriq-Ofi-Encrypt: 1`, the
+/// RMA size, the doorbell, its value empty to be rung over the control
+/// connection, and the spinner count's place).
+pub fn ready_fields(ours: &PeerFabric) -> Vec<(&'static str, Bytes)> {
+    let mut props = vec![
+        (PROP_ADDRESS, Bytes::from(hex(&ours.address))),
+        (PROP_TOKEN, Bytes::from(format!("{:016x}", ours.token))),
+        (PROP_WINDOW, Bytes::from(ours.window.to_string())),
+        (PROP_PAGE, Bytes::from(ours.page.to_string())),
+    ];
+    if ours.encrypt {
+        props.push((PROP_ENCRYPT, Bytes::from_static(b"1")));
+    }
+    if let Some(n) = ours.read_max {
+        props.push((PROP_RMA, Bytes::from(n.to_string())));
+    }
+    if let Some(name) = &ours.doorbell {
+        props.push((PROP_DOORBELL, Bytes::from(name.clone())));
+    }
+    if let Some(at) = &ours.spinners {
+        props.push((PROP_SPINNERS, Bytes::from(at.clone())));
+    }
+    props
+}
+
 /// Lowercase hex, as READY carries the fabric address.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
