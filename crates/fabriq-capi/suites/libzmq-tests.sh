@@ -19,12 +19,12 @@ shift 2
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 
-vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor 2>/dev/null | head -n1)"
+vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor 2>/dev/null | sed -n 1p)"
 if [ -z "$vendor" ]; then
     (cd "$root" && cargo fetch --locked >&2)
-    vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor | head -n1)"
+    vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor | sed -n 1p)"
 fi
-syslib="$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p | awk '/libzmq\.so\.5 .*x86-64/ {print $NF; exit}')"
+syslib="$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p | awk '/libzmq\.so\.5 .*x86-64/ && !found {print $NF; found = 1}')"
 [ -n "$syslib" ] || { echo "libzmq-tests: Debian's libzmq5 is not installed" >&2; exit 1; }
 
 # Tests left out, with the reason (see docs/capi.md):
@@ -85,7 +85,7 @@ total_f=0 total_l=0 total_n=0
 for t in "${tests[@]}"; do
     # Tests in the file: Unity's own count from a run that finished,
     # else the RUN_TEST calls in the source.
-    n="$(sed -n 's/^\([0-9]*\) Tests .*/\1/p' "$work/libzmq/bin/$t.log" "$work/fabriq/bin/$t.log" | head -n1)"
+    n="$(sed -n 's/^\([0-9]*\) Tests .*/\1/p' "$work/libzmq/bin/$t.log" "$work/fabriq/bin/$t.log" | sed -n 1p)"
     [ -n "$n" ] || n="$(grep -c 'RUN_TEST' "$vendor/tests/$t.cpp" || true)"
     f="$(grep -c ':PASS$' "$work/fabriq/bin/$t.log" || true)"
     l="$(grep -c ':PASS$' "$work/libzmq/bin/$t.log" || true)"

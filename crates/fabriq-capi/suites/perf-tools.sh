@@ -13,9 +13,9 @@ mkdir -p "$2"
 work="$(cd "$2" && pwd)"
 reps="${3:-3}"
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
-vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor 2>/dev/null | head -n1)"
-[ -n "$vendor" ] || { (cd "$root" && cargo fetch --locked >&2); vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor | head -n1)"; }
-syslib="$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p | awk '/libzmq\.so\.5 .*x86-64/ {print $NF; exit}')"
+vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor 2>/dev/null | sed -n 1p)"
+[ -n "$vendor" ] || { (cd "$root" && cargo fetch --locked >&2); vendor="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/zeromq-src-*+4.3.4/vendor | sed -n 1p)"; }
+syslib="$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p | awk '/libzmq\.so\.5 .*x86-64/ && !found {print $NF; found = 1}')"
 
 for side in fabriq libzmq; do
     d="$work/$side"
