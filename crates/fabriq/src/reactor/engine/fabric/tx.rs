@@ -67,6 +67,10 @@ pub(crate) enum Filled {
 pub(crate) struct Outbox<P> {
     /// Encoded bytes that did not fit the page being filled, in order.
     enc: Encoder,
+    /// A message that fits a page of its own but not what was left of the
+    /// last one: it goes first into the next page, whole (not through the
+    /// encoder, which would copy it twice).
+    held: Option<Multipart>,
     filling: Option<P>,
     /// A filled (and sealed) page waiting for a credit or the provider.
     ready: Option<P>,
@@ -96,6 +100,7 @@ impl<P: PageFill> Outbox<P> {
         let seal_room = if sealer.is_some() { seal::OVERHEAD } else { 0 };
         Outbox {
             enc: Encoder::new(BY_REF),
+            held: None,
             filling: None,
             ready: None,
             limit: limit.max(seal_room + 64),
@@ -121,6 +126,12 @@ impl<P: PageFill> Outbox<P> {
 
     /// Queues a subscription (or its cancellation) toward the peer.
     pub(crate) fn push_command(&mut self, cmd: &Command) {
+        // After a held message, in order.
+        if let Some(parts) = self.held.take() {
+            for (i, part) in parts.iter().enumerate() {
+                self.enc.push_frame(part, i + 1 < parts.len());
+            }
+        }
         self.enc.push_command(cmd);
     }
 
@@ -139,6 +150,10 @@ impl<P: PageFill> Outbox<P> {
     pub(crate) fn unsent(&self) -> usize {
         self.enc.len()
             + self
+                .held
+                .as_ref()
+                .map_or(0, |m| m.iter().map(|p| header_len(p.len()) + p.len()).sum())
+            + self
                 .filling
                 .as_ref()
                 .map_or(0, |p| p.len().saturating_sub(self.seal_room))
@@ -149,6 +164,7 @@ impl<P: PageFill> Outbox<P> {
     /// filled or ready, no flush timer).
     pub(crate) fn is_idle(&self) -> bool {
         self.enc.is_empty()
+            && self.held.is_none()
             && self.ready.is_none()
             && self.flush_at.is_none()
             && self
@@ -179,21 +195,33 @@ impl<P: PageFill> Outbox<P> {
                 return Filled::Drained;
             }
             if self.filling.is_none() {
-                if self.enc.is_empty() {
+                let mut first = self.held.take().map(Item::Msg);
+                if first.is_none() && self.enc.is_empty() {
                     // (A pop, not a look at the length: an empty pop asks
                     // the pipe to wake us when the socket sends.)
                     let Some(item) = src.next() else {
                         return Filled::Drained;
                     };
-                    // No page yet: all of it goes to the encoder.
-                    self.stage(item, src);
+                    first = Some(item);
                 }
                 let Some(mut page) = src.page() else {
+                    // No page yet: all of it goes to the encoder.
+                    if let Some(item) = first {
+                        self.stage(item, src);
+                    }
                     return Filled::NoPage;
                 };
                 // Room for the seal, written when the page ships.
                 page.set_len(self.seal_room);
                 self.filling = Some(page);
+                // Staged with the page there, a message that fits goes
+                // straight into it (one copy, not two).
+                if let Some(item) = first {
+                    if self.stage(item, src) {
+                        return self.ship();
+                    }
+                    continue;
+                }
             }
             let limit = self.limit;
             let page = self.filling.as_mut().expect("a page being filled");
@@ -258,9 +286,9 @@ impl<P: PageFill> Outbox<P> {
     }
 
     /// Encodes `item`: straight into the page being filled when all of it
-    /// fits, else into the encoder. Returns true when it went to the
-    /// encoder but would fit an empty page (the caller ships the current
-    /// page first).
+    /// fits, else into the encoder. Returns true when it would fit an
+    /// empty page but not this one: it is held for the next page, and the
+    /// caller ships this one.
     fn stage(&mut self, item: Item, src: &mut impl Source<P>) -> bool {
         let parts: Multipart = match item {
             Item::Msg(parts) => parts,
@@ -295,6 +323,13 @@ impl<P: PageFill> Outbox<P> {
             page_len.is_some_and(|len| len > self.seal_room) && self.enc.is_empty() && size <= room;
         let last = parts.len().saturating_sub(1);
         let lends = parts.iter().any(|p| self.lends(p.len()));
+        if straddles && !lends {
+            // It fits a page of its own but not what is left of this one:
+            // this one goes, and the message starts the next, whole (the
+            // receiver then delivers it from the page, uncopied).
+            self.held = Some(parts);
+            return true;
+        }
         for (i, part) in parts.iter().enumerate() {
             let more = i < last;
             if lends && self.lends(part.len()) {
@@ -311,7 +346,7 @@ impl<P: PageFill> Outbox<P> {
             }
             self.enc.push_frame(part, more);
         }
-        straddles && !lends
+        false
     }
 }
 
