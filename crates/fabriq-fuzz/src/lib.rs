@@ -595,7 +595,7 @@ fn read_pages(
     panic!("the page reader kept yielding items");
 }
 
-/// The fabric engine's page stream (`reactor/pages.rs`).
+/// The fabric engine's page stream (`reactor/engine/fabric/wire.rs`).
 ///
 /// Input: `[flags, page, rest...]`. `flags` bit 0: a publisher's reader;
 /// bit 1: MAXMSGSIZE of `page * 16` bytes. `page % 200 + 1` is the page
@@ -688,7 +688,7 @@ pub fn fabric_pages(data: &[u8]) {
 }
 
 /// The fabric engine's control-channel commands, rendezvous body and
-/// READY fields (`reactor/pages.rs`).
+/// READY fields (`reactor/engine/fabric/wire.rs`).
 ///
 /// Input: `[which, rest...]`. `which % 4`: 0, a control command named by
 /// `rest[0] % 5` (CREDIT, FIN, RING, RDVDONE, or the rest up to a NUL) with
