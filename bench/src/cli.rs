@@ -15,13 +15,17 @@ Modes:
 
 Fabric (--fabric, or --transport ofi+shm / ofi+tcp; not in the default run):
   ofi+shm and ofi+tcp: REQ/REP 64 B (one-way latency = half the round trip)
-  and PUSH/PULL 64 B, 64 KiB, 256 KiB, 1 MiB (quick: 64 B, 64 KiB, 1 MiB).
+  and PUSH/PULL 64 B, 64 KiB, 256 KiB, 1 MiB (quick: 64 B, 64 KiB, 1 MiB),
+  and in full runs PUB/SUB 64 B and 64 KiB to 1, 4 and 16 subscribers.
   Each repetition runs B = fabriq over the fabric, R = fabriq over the same
   host's own transport (ipc:// for ofi+shm, tcp:// for ofi+tcp), B' = the
-  fabric again (B'/B = noise band) and P = libfabric's fi_pingpong on the
-  same provider (the fabric's floor: a busy-polling ping-pong, one message
-  in flight; its MB/s counts both directions). No fi_pingpong on PATH (or
-  at --fi-pingpong): the P column says not installed.
+  fabric again (B'/B = noise band), P = libfabric's fi_pingpong on the
+  same provider (a busy-polling ping-pong, one message in flight; its MB/s
+  counts both directions) and F = libfabric itself through fabriq-ofi, no
+  framing: streams keep 64 sends in flight and busy-poll (fi_rdm_bw's
+  shape), ping-pongs wait the way fabriq waits (CQ wait fds, or a doorbell
+  socket where the provider has none) or spin in the spin variant. No
+  fi_pingpong on PATH (or at --fi-pingpong): the P column says not installed.
 
 CURVE (--pattern curve,curve-handshake; only when named; tcp only):
   curve            PUSH/PULL with CURVE (PULL = server), 64 B, 256 B, 1 KiB,

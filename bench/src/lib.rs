@@ -12,7 +12,7 @@
 //! * [`cli`]: the command line;
 //! * [`scenario`]: what is measured (patterns, transports, sizes, counts);
 //! * [`runner`]: the orchestrator: spawns workers, interleaves A B C A' C' floor
-//!   (fabric scenarios: B R B' fi_pingpong);
+//!   (fabric scenarios: B R B' fi_pingpong floor);
 //! * [`placement`]: which CPUs each worker process may use (`--pin`);
 //! * [`worker`]: the worker processes' entry point and protocol;
 //! * [`zmqlike`]: libzmq, fabriq and omq sides (one source, one timing loop);
@@ -20,7 +20,10 @@
 //! * [`security`]: CURVE keys and each library's CURVE socket options;
 //! * [`syszmq`]: the system's libzmq5 (with CURVE), loaded at run time;
 //! * [`raw`]: the raw TCP / Unix-stream floor;
-//! * [`pingpong`]: the fabric's floor, libfabric's `fi_pingpong`;
+//! * [`pingpong`]: the fabric's spinning ping-pong floor, libfabric's
+//!   `fi_pingpong`;
+//! * [`fifloor`]: the fabric's own floor through fabriq-ofi (streaming,
+//!   and a ping-pong that waits the way fabriq waits);
 //! * [`sys`]: CPU affinity, rusage, perf;
 //! * [`stats`]: medians, per-pair ratios, the A/A band;
 //! * [`results`]: the JSON results file;
@@ -32,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod fifloor;
 pub mod machine;
 pub mod omqzmq;
 pub mod pingpong;

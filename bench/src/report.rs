@@ -627,9 +627,9 @@ pub fn render_fabric(results: &Results, notes: Option<&str>) -> String {
             let c = crate::table::fabric_columns(t);
             let _ = writeln!(
                 o,
-                "\n| scenario | metric | {} | {} | {} | {} | {} | {} | errors |\n\
-                 |---|---|---|---|---|---|---|---|---|",
-                c[0], c[1], c[2], c[3], c[4], c[5]
+                "\n| scenario | metric | {} | {} | {} | {} | {} | {} | {} | {} | errors |\n\
+                 |---|---|---|---|---|---|---|---|---|---|---|",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             );
         }
         let errs = errors(sr);
@@ -647,15 +647,17 @@ pub fn render_fabric(results: &Results, notes: Option<&str>) -> String {
                 (None, Some(why)) => why.to_string(),
                 (p, _) => fig(p),
             };
+            let f = fig(s.floor);
             let _ = writeln!(
                 o,
-                "| {key} | {} | {} | {} | {p} | {} | {} | {} | {} |",
+                "| {key} | {} | {} | {} | {p} | {f} | {} | {} | {} | {} | {} |",
                 metric.label(),
                 fig(s.b),
                 fig(s.r),
                 ratio(s.b_over_r),
                 ratio(s.b2_over_b),
                 ratio(s.b_over_p),
+                ratio(s.b_over_floor),
                 if i == 0 && errs > 0 {
                     errs.to_string()
                 } else {

@@ -372,6 +372,7 @@ impl Scenario {
             }
             if floor {
                 slots.push(Slot::Pingpong);
+                slots.push(Slot::Floor);
             }
             return slots;
         }
@@ -468,7 +469,11 @@ fn default_sizes(mode: Mode, pattern: Pattern, transport: Transport) -> Vec<usiz
     }
     if transport.is_fabric() {
         return match (mode, pattern) {
-            (_, Pattern::Pubsub) => vec![],
+            // Fan-out (NetIO's main use) in full runs: 1, 4 and 16
+            // subscribers.
+            (Mode::Quick, Pattern::Pubsub) => vec![],
+            (Mode::Smoke, Pattern::Pubsub) => vec![64],
+            (Mode::Full, Pattern::Pubsub) => vec![64, 65536],
             (_, Pattern::Reqrep) => vec![64],
             (Mode::Quick, Pattern::Pushpull) => vec![64, 65536, 1 << 20],
             (_, Pattern::Pushpull) => vec![64, 65536, 256 * 1024, 1 << 20],
@@ -567,6 +572,8 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                 .into_iter()
                 .filter(wanted)
                 .filter(|p| !p.is_curve())
+                // PUB/SUB in the engine's default mode only.
+                .filter(|p| *p != Pattern::Pubsub || variant == FabricVariant::Default)
             {
                 cells.push((pattern, transport, variant));
             }
@@ -582,14 +589,14 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
             vec![1]
         } else if args.sizes.is_empty() {
             default_sizes(mode, pattern, transport)
-        } else if transport.is_fabric() && pattern == Pattern::Pubsub {
-            // No PUB/SUB over the fabric in this bench (yet).
-            Vec::new()
         } else {
             args.sizes.clone()
         };
         let subs_list = match pattern {
             Pattern::Pubsub if !args.subs.is_empty() => args.subs.clone(),
+            // Smoke runs check that fan-out works, once.
+            Pattern::Pubsub if transport.is_fabric() && mode == Mode::Smoke => vec![4],
+            Pattern::Pubsub if transport.is_fabric() => vec![1, 4, 16],
             Pattern::Pubsub => vec![1, 4],
             _ => vec![1],
         };

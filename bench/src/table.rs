@@ -153,18 +153,20 @@ pub fn fabric_metrics(sr: &ScenarioResult) -> Vec<Metric> {
     }
 }
 
-/// The column titles of a fabric table over `t`: B, R, P and the ratios,
-/// each saying what it compares.
-pub fn fabric_columns(t: Transport) -> [String; 6] {
+/// The column titles of a fabric table over `t`: B, R, P, F and the
+/// ratios, each saying what it compares.
+pub fn fabric_columns(t: Transport) -> [String; 8] {
     let reference = t.reference().map(Transport::name).unwrap_or("?");
     let provider = t.provider().unwrap_or("?");
     [
         format!("B fabriq {}", t.name()),
         format!("R fabriq {reference}"),
         format!("P fi_pingpong {provider}"),
+        format!("F libfabric {provider}"),
         format!("B/R {}/{reference}", t.name()),
         "B'/B (noise)".to_string(),
         format!("B/P {}/pingpong", t.name()),
+        format!("B/F {}/floor", t.name()),
     ]
 }
 
@@ -175,8 +177,8 @@ const W_FMET: usize = 13;
 pub fn fabric_header(t: Transport) -> String {
     let c = fabric_columns(t);
     format!(
-        "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
-        "scenario", "metric", c[0], c[1], c[2], c[3], c[4], c[5]
+        "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+        "scenario", "metric", c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
     )
 }
 
@@ -193,16 +195,22 @@ pub fn fabric_rows(sr: &ScenarioResult, no_pingpong: Option<&str>) -> Vec<String
                 (None, Some(why)) => why.to_string(),
                 (p, _) => fig(p),
             };
+            let f = match (s.floor, no_pingpong) {
+                (None, Some("not run")) => "not run".to_string(),
+                (f, _) => fig(f),
+            };
             format!(
-                "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
+                "{:<W_FKEY$} {:<W_FMET$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_FIG$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$} {:>W_RAT$}",
                 key,
                 m.label(),
                 fig(s.b),
                 fig(s.r),
                 p,
+                f,
                 ratio(s.b_over_r),
                 ratio(s.b2_over_b),
-                ratio(s.b_over_p)
+                ratio(s.b_over_p),
+                ratio(s.b_over_floor)
             )
         })
         .collect();

@@ -356,6 +356,9 @@ fn run_role(spec: &WorkerSpec, gate: &StdioGate) -> Result<Outcome, String> {
         // used in this process).
         (Impl::Libzmq, Role::Inproc) if curve => Err("no inproc CURVE scenario".into()),
         (Impl::Libzmq, role) if curve => libzmq_curve::process(spec, role, gate),
+        (Impl::Raw, role) if spec.scenario.transport.is_fabric() => {
+            crate::fifloor::run(spec, role, gate)
+        }
         (Impl::Raw, Role::Sender) => crate::raw::sender(spec, gate),
         (Impl::Raw, Role::Receiver) => crate::raw::receiver(spec, gate),
         (Impl::Raw, Role::Client) => crate::raw::client(spec),

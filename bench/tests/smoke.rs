@@ -192,6 +192,8 @@ fn fabric_smoke_run_covers_every_fabric_scenario() {
         "P fi_pingpong shm",
         "B/R ofi+shm/ipc",
         "B/P ofi+shm/pingpong",
+        "F libfabric shm",
+        "B/F ofi+shm/floor",
         "B fabriq ofi+tcp",
         "R fabriq tcp",
         "P fi_pingpong tcp",
@@ -212,6 +214,7 @@ fn fabric_smoke_run_covers_every_fabric_scenario() {
         keys.contains(&"pushpull/ofi+tcp/1048576".to_string()),
         "{keys:?}"
     );
+    assert!(keys.contains(&"pubsub4/ofi+shm/64".to_string()), "{keys:?}");
     let pingpong = !results.config.fi_pingpong.starts_with("not installed");
     if !pingpong {
         assert!(stdout.contains("not installed"), "{stdout}");
@@ -234,6 +237,16 @@ fn fabric_smoke_run_covers_every_fabric_scenario() {
             if !sr.scenario.is_throughput() {
                 let one_way = Metric::OneWayMean.value(m);
                 assert!(one_way.is_some_and(|us| us > 0.0), "{} {slot:?}", sr.key);
+            }
+            if slot == Slot::Floor {
+                // The raw libfabric floor runs in worker processes, one
+                // per peer (a publisher and each subscriber).
+                assert_eq!(
+                    trial.workers.len(),
+                    1 + sr.scenario.subs.max(1),
+                    "{}",
+                    sr.key
+                );
             }
             if slot == Slot::Pingpong {
                 assert!(
@@ -406,4 +419,28 @@ fn the_full_run_has_busy_polling_reqrep_rows_that_run() {
     for t in &busy.trials {
         assert!(t.ok, "{:?}: {:?}", t.slot, t.error);
     }
+}
+
+/// The full fabric run fans out over ofi+shm and ofi+tcp to 1, 4 and 16
+/// subscribers at 64 B and 64 KiB (issue 31's PUB/SUB rows), each with
+/// its raw libfabric floor; quick runs leave PUB/SUB out.
+#[test]
+fn the_full_fabric_run_fans_out_to_1_4_and_16_subscribers() {
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--fabric"]).expect("args");
+    let full = plan(&cli.run);
+    let keys: Vec<String> = full.iter().map(|s| s.key()).collect();
+    for t in ["ofi+shm", "ofi+tcp"] {
+        for subs in [1, 4, 16] {
+            for size in [64, 65536] {
+                let key = format!("pubsub{subs}/{t}/{size}");
+                let sc = full
+                    .iter()
+                    .find(|s| s.key() == key)
+                    .unwrap_or_else(|| panic!("{key}: {keys:?}"));
+                assert!(sc.slots(true, true, true).contains(&Slot::Floor), "{key}");
+            }
+        }
+    }
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--fabric", "--quick"]).expect("args");
+    assert!(!plan(&cli.run).iter().any(|s| s.key().starts_with("pubsub")));
 }
