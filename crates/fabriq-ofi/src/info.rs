@@ -140,6 +140,9 @@ pub struct Hints {
     node: Option<String>,
     service: Option<String>,
     source: bool,
+    /// Keep `FI_MR_VIRT_ADDR` where the provider offers it (see
+    /// [`Hints::prefer_virt_addr`]).
+    virt_addr: bool,
     /// `FI_THREAD_SAFE` (always, outside this crate's tests).
     thread_safe: bool,
 }
@@ -161,8 +164,21 @@ impl Hints {
             node: None,
             service: None,
             source: false,
+            virt_addr: false,
             thread_safe: true,
         }
+    }
+
+    /// Keeps `FI_MR_VIRT_ADDR` in the entries [`getinfo`] returns where
+    /// the provider offers it, instead of preferring entries without it
+    /// (the default: peers then address registered memory by offset and
+    /// learn no address of ours). shm wants it: only with virtual
+    /// addresses does it read remote memory in the reader itself
+    /// (`process_vm_readv`, done when `fi_read` returns) rather than as a
+    /// request the lender's progress serves.
+    pub fn prefer_virt_addr(mut self, yes: bool) -> Self {
+        self.virt_addr = yes;
+        self
     }
 
     /// Asks for a domain that is not thread safe (`FI_THREAD_DOMAIN`): only
@@ -464,10 +480,11 @@ fn opt_cstring(s: &Option<String>) -> Result<Option<CString>> {
 /// Each entry is the strictest variant the provider offers of it: with
 /// `FI_SOURCE` where the provider has it (receive completions then name
 /// their sender, see [`PagedEndpoint::has_source`](crate::PagedEndpoint::has_source)),
-/// and without `FI_MR_VIRT_ADDR` unless the provider requires it (peers
-/// then address registered memory by offset, not by our virtual
-/// addresses). The hints are asked as given too, so the list and its
-/// order are those of the hints; only the entries differ.
+/// and without `FI_MR_VIRT_ADDR` unless the provider requires it or the
+/// hints [prefer it](Hints::prefer_virt_addr) (peers then address
+/// registered memory by offset, not by our virtual addresses). The hints
+/// are asked as given too, so the list and its order are those of the
+/// hints; only the entries differ.
 ///
 /// No match is [`Error::NotFound`], naming the requested provider and
 /// carrying the `fi_strerror` text ("No data available").
@@ -475,7 +492,11 @@ pub fn getinfo(hints: &Hints) -> Result<Vec<Info>> {
     sys::ensure_available()?;
     let base = getinfo_as(hints, hints.caps, hints.mr_mode)?;
     // Stricter variants, most preferred first.
-    let no_virt = MrMode(hints.mr_mode.0 & !sys::FI_MR_VIRT_ADDR);
+    let no_virt = if hints.virt_addr {
+        hints.mr_mode
+    } else {
+        MrMode(hints.mr_mode.0 & !sys::FI_MR_VIRT_ADDR)
+    };
     let source = hints.caps | Caps::SOURCE;
     let mut variants = vec![
         (source, no_virt),

@@ -421,3 +421,199 @@ fn received_pages_name_their_sender_shm() {
         sources("shm");
     }
 }
+
+/// The entry fabriq's shm nodes use: RMA with virtual addresses, shm's
+/// fast path (the reader copies by CMA when `fi_read` is called).
+fn shm_virt_info() -> Info {
+    fabriq_ofi::getinfo(
+        &common::hints("shm")
+            .caps(Caps::MSG | Caps::RMA)
+            .prefer_virt_addr(true),
+    )
+    .expect("shm with FI_RMA")
+    .remove(0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+const ROGUE: &str = "FABRIQ_OFI_TEST_SHM_ROGUE";
+
+/// The rogue's side of the test below, in a process of its own with CMA
+/// off: reads 4096 bytes at the lent address with each key it was given,
+/// each from an endpoint of its own, all at once, for at most 10 s, and
+/// prints one line per key: `KEY got-lent-bytes|other-bytes|ERR ..|none`
+/// (none: never answered, as shm leaves refused reads pending).
+fn shm_rogue(spec: &str) {
+    let mut it = spec.split(':');
+    let (name, addr) = (unhex(it.next().unwrap()), it.next().unwrap());
+    let addr: u64 = addr.parse().unwrap();
+    let keys: Vec<u64> = it.map(|k| k.parse().unwrap()).collect();
+    let info = shm_virt_info();
+    let domain = Domain::open_info(&info).unwrap();
+    let config = PagedConfig {
+        max_sends: 2,
+        max_recvs: 1,
+        wait: fabriq_ofi::Wait::None,
+        av_size: 2,
+    };
+    let pool = ReadPool::new(&domain, 1 << 20, 1 << 20);
+    let mut eps: Vec<(PagedEndpoint, FiAddr)> = keys
+        .iter()
+        .map(|_| {
+            let mut ep = PagedEndpoint::open(&domain, &info, config).unwrap();
+            let at = ep.insert_peer(&name).unwrap();
+            (ep, at)
+        })
+        .collect();
+    let mut posted = vec![false; keys.len()];
+    let mut outcome = vec![None::<String>; keys.len()];
+    let dl = deadline(10);
+    let mut events = Vec::new();
+    while outcome.iter().any(Option::is_none) && Instant::now() < dl {
+        for (i, &key) in keys.iter().enumerate() {
+            if posted[i] {
+                continue;
+            }
+            let (ep, at) = &mut eps[i];
+            match ep.read(pool.get(4096).unwrap(), *at, addr, key, i as u64) {
+                Ok(()) => posted[i] = true,
+                Err(refused) if refused.error.is_again() => {}
+                Err(refused) => {
+                    posted[i] = true;
+                    outcome[i] = Some(format!("ERR {}", refused.error));
+                }
+            }
+        }
+        for (ep, _) in &mut eps {
+            let _ = ep.poll(&mut events, 16);
+        }
+        for e in events.drain(..) {
+            let (tag, what) = match e {
+                Event::ReadDone { data, tag } if data.iter().all(|&b| b == 0x5a) => {
+                    (tag, "got-lent-bytes".to_string())
+                }
+                Event::ReadDone { tag, .. } => (tag, "other-bytes".to_string()),
+                Event::ReadFailed { error, tag } => (tag, format!("ERR {error}")),
+                other => panic!("unexpected {other:?}"),
+            };
+            outcome[tag as usize] = Some(what);
+        }
+        std::thread::yield_now();
+    }
+    for (key, o) in keys.iter().zip(outcome) {
+        println!("PROBE {key} {}", o.as_deref().unwrap_or("none"));
+    }
+}
+
+/// Runs [`shm_rogue`] in a child process (CMA off when `cma` is false)
+/// against `lender`, progressing the lender meanwhile (a peer without
+/// CMA is served by it), and returns each key's outcome.
+fn rogue_reads(lender: &mut PagedEndpoint, lent: &Lent, keys: &[u64], cma: bool) -> Vec<String> {
+    let spec = format!(
+        "{}:{}:{}",
+        hex(&lender.name().unwrap()),
+        lent.rma_addr(),
+        keys.iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(":")
+    );
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "shm_with_virtual_addresses_checks_keys_for_peers_without_cma",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(ROGUE, spec)
+    .stdout(std::process::Stdio::piped());
+    if !cma {
+        cmd.env("FI_SHM_DISABLE_CMA", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut out).map(|_| out)
+    });
+    let dl = deadline(60);
+    let mut events = Vec::new();
+    let status = loop {
+        let _ = lender.poll(&mut events, 16);
+        events.clear();
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < dl, "the rogue did not finish");
+        std::thread::yield_now();
+    };
+    let out = reader.join().unwrap().unwrap();
+    assert!(status.success(), "{out}");
+    let outcomes: Vec<String> = out
+        .split("PROBE ")
+        .skip(1)
+        .map(|l| l.lines().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(outcomes.len(), keys.len(), "{out}");
+    for (o, key) in outcomes.iter().zip(keys) {
+        assert!(o.starts_with(&format!("{key} ")), "{o} for {key}");
+    }
+    outcomes
+}
+
+/// fabriq's shm nodes register with virtual addresses (shm's fast RMA: a
+/// reader with CMA rights copies the lent bytes itself, so reads need no
+/// progress of the lender). On that path the provider does not check the
+/// key: shown here, a process with CMA reads the lent bytes with a wrong
+/// key. CMA needs ptrace rights over the lender (the kernel's check for
+/// `process_vm_readv`), which read any of its memory anyway. A peer
+/// without them (here: a process with `FI_SHM_DISABLE_CMA=1`) goes
+/// through the lender's provider, which checks the key: even knowing the
+/// lent address, guessed keys read nothing, and the right key does (so
+/// the reads were served).
+#[test]
+fn shm_with_virtual_addresses_checks_keys_for_peers_without_cma() {
+    if let Ok(spec) = std::env::var(ROGUE) {
+        return shm_rogue(&spec);
+    }
+    if !need_fabric() {
+        return;
+    }
+    let info = shm_virt_info();
+    assert!(
+        info.mr_mode().contains(MrMode::VIRT_ADDR),
+        "shm offers FI_MR_VIRT_ADDR: {info:?}"
+    );
+    let (domain, mut lender) = open(&info);
+    let _pages = PagePool::new(&domain, 4, 4096).unwrap();
+    let lent = Lent::new(&domain, Bytes::from(vec![0x5a; 64 * 1024])).unwrap();
+    assert_ne!(lent.rma_addr(), 0, "virtual addresses");
+    let mut keys: Vec<u64> = (0..=16).collect();
+    keys.extend([u64::MAX, 0xffff_ffff, 1 << 32, lent.key() ^ 1]);
+    keys.push(lent.key());
+    let outcomes = rogue_reads(&mut lender, &lent, &keys, false);
+    for (o, key) in outcomes.iter().zip(&keys) {
+        let got = o.ends_with("got-lent-bytes");
+        if *key == lent.key() {
+            assert!(got, "the right key reads the lent bytes: {o}");
+        } else {
+            assert!(!got, "without CMA a guessed key read the lent bytes: {o}");
+        }
+    }
+    // With CMA (ptrace rights over us) a wrong key reads them.
+    let wrong = [lent.key() ^ 1];
+    let outcomes = rogue_reads(&mut lender, &lent, &wrong, true);
+    assert!(
+        outcomes[0].ends_with("got-lent-bytes"),
+        "with CMA the key is not checked: {outcomes:?}"
+    );
+}

@@ -302,6 +302,7 @@ fn read_all(
     victim: &[u8],
     probes: &[(u64, u64)],
     limit: Duration,
+    keep: &mut Vec<Rogue>,
 ) -> Vec<Option<Result<Bytes, String>>> {
     let mut rogues: Vec<(Rogue, fabriq_ofi::FiAddr)> = probes
         .iter()
@@ -326,6 +327,7 @@ fn read_all(
         }
         std::thread::yield_now();
     }
+    keep.extend(rogues.into_iter().map(|(r, _)| r));
     outcome
 }
 
@@ -385,7 +387,12 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
     if addr != 0 {
         probes.extend(keys.iter().map(|&k| (addr, k)));
     }
-    let outcomes = read_all(&victim, &probes, Duration::from_secs(5));
+    // The strangers stay open to the end of the test. Closed at once,
+    // their 194 rxm connections were torn down while the next stranger's
+    // read went, and twice under load that read came back cancelled
+    // (FI_ECANCELED); the cause inside rxm is not established.
+    let mut strangers = Vec::new();
+    let outcomes = read_all(&victim, &probes, Duration::from_secs(5), &mut strangers);
     let (mut refused, mut unanswered) = (0, 0);
     for ((a, k), outcome) in probes.iter().zip(outcomes) {
         match outcome {
@@ -398,7 +405,7 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
         }
     }
     // Told the key, a stranger reads it: the reads above were served.
-    match read_all(&victim, &[(addr, key)], LIMIT).remove(0) {
+    match read_all(&victim, &[(addr, key)], LIMIT, &mut strangers).remove(0) {
         Some(Ok(got)) => assert_eq!(got[..], secret[..4096]),
         other => panic!("the right key: {other:?}"),
     }
@@ -413,7 +420,14 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
     let until = Instant::now() + LIMIT;
     loop {
         let _ = c.commands(Duration::from_millis(1));
-        match read_all(&victim, &[(addr, key)], Duration::from_secs(2)).remove(0) {
+        match read_all(
+            &victim,
+            &[(addr, key)],
+            Duration::from_secs(2),
+            &mut strangers,
+        )
+        .remove(0)
+        {
             Some(Ok(got)) if got[..] == secret[..4096] => {
                 assert!(
                     Instant::now() < until,

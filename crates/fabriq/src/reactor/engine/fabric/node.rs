@@ -274,9 +274,16 @@ impl Node {
         }
         // RMA (for rendezvous) where the provider has it; messages only
         // otherwise.
+        // On shm, with virtual addresses, a read is a `process_vm_readv`
+        // in the reader, done when `fi_read` returns; with offsets it is a
+        // request the lender's progress serves while the reader polls.
+        // CMA needs ptrace rights over the lender, which read all of its
+        // memory anyway; a peer without them gets the request path, where
+        // the lender's provider checks the key (docs/security.md).
         let with_rma = hints
             .clone()
-            .caps(fabriq_ofi::Caps::MSG | fabriq_ofi::Caps::RMA);
+            .caps(fabriq_ofi::Caps::MSG | fabriq_ofi::Caps::RMA)
+            .prefer_virt_addr(provider == Some("shm"));
         if let Some(info) = fabriq_ofi::getinfo(&with_rma)
             .ok()
             .and_then(|i| i.into_iter().next())
@@ -782,6 +789,38 @@ mod tests {
         let mut out = VecDeque::new();
         assert_eq!(node.take_in_order(key, &mut out), None);
         assert!(out.is_empty());
+    }
+
+    /// On shm a rendezvous read is done when `read` takes it: the reader
+    /// copies by CMA (shm's fast RMA, which needs virtual addresses), so
+    /// it needs no progress of the lender and the reading node has no read
+    /// in flight to poll for. (With offsets shm served the read through
+    /// the lender's progress, and the reader polled without sleeping
+    /// until then: about 870 syscalls per 1 MiB message.)
+    #[test]
+    fn shm_reads_complete_without_the_lenders_progress() {
+        let lender = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let reader = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        assert!(lender.rma && reader.rma, "shm does RMA");
+        let frame = Bytes::from(vec![0x5a; 1 << 20]);
+        let lent = lender.lend(frame.clone()).unwrap();
+        let (key, _) = reader.add(Token(1), false).unwrap();
+        let src = reader.authenticate(key, &lender.name).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !reader
+            .read(key, src, frame.len(), lent.rma_addr(), lent.key())
+            .unwrap()
+        {
+            // Refused until shm has mapped the peer, which takes the
+            // lender's progress once; the read itself does not.
+            assert!(std::time::Instant::now() < until, "the read never went");
+            lender.progress(0);
+        }
+        let data = reader.take_read(key).expect("read done when read returned");
+        assert_eq!(data, frame);
+        assert_eq!(reader.lock().reads, 0);
+        assert_ne!(reader.poll_interval(), Some(Duration::ZERO), "no busy poll");
+        assert_ne!(lent.rma_addr(), 0, "shm lends by virtual address");
     }
 
     #[test]
