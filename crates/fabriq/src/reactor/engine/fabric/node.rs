@@ -29,8 +29,11 @@ use crate::transport::Demux;
 /// Receives kept posted, at most (a quarter of the pool, if smaller).
 pub(crate) const POSTED: usize = 128;
 /// Pages a sender may have in flight to one peer, at most (the
-/// receiver's posted receives, if fewer).
-pub(crate) const WINDOW: u32 = 32;
+/// receiver's posted receives, if fewer): all of them, so that a single
+/// peer sending a page per message (unbuffered) is not held by credit
+/// round trips. At 32, unbuffered 64 B PUSH/PULL over shm ran at 0.33 M
+/// msg/s, at 128 at 0.72-0.88 M (two runs each, the machine busy).
+pub(crate) const WINDOW: u32 = POSTED as u32;
 /// How often a node without wait descriptors (shm on libfabric 1.17) is
 /// polled while it has connections, as a backstop to the doorbell.
 const POLL_EVERY: Duration = Duration::from_millis(1);
