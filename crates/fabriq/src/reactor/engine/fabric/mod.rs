@@ -140,6 +140,8 @@ impl std::fmt::Debug for FabricEngine {
 /// items from the socket's queue, lending through the node.
 struct EngineSource<'a> {
     node: &'a Node,
+    /// Our connection's key at the node.
+    key: u32,
     flow: &'a mut Flow<fabriq_ofi::Lent>,
     outbound: Option<&'a Queue>,
     subs: Option<&'a mut Topics>,
@@ -149,7 +151,7 @@ struct EngineSource<'a> {
 
 impl Source<Page> for EngineSource<'_> {
     fn page(&mut self) -> Option<Page> {
-        self.node.page()
+        self.node.page(self.key)
     }
 
     fn next(&mut self) -> Option<Item> {
@@ -344,6 +346,7 @@ impl FabricEngine {
         };
         let mut src = EngineSource {
             node: &self.node,
+            key: self.key,
             flow: &mut self.flow,
             outbound,
             subs,

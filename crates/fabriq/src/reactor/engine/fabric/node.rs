@@ -29,11 +29,14 @@ use crate::transport::Demux;
 /// Receives kept posted, at most (a quarter of the pool, if smaller).
 pub(crate) const POSTED: usize = 128;
 /// Pages a sender may have in flight to one peer, at most (the
-/// receiver's posted receives, if fewer): all of them, so that a single
+/// receiver's posted receives, if fewer): half of them, so that a single
 /// peer sending a page per message (unbuffered) is not held by credit
-/// round trips. At 32, unbuffered 64 B PUSH/PULL over shm ran at 0.33 M
-/// msg/s, at 128 at 0.72-0.88 M (two runs each, the machine busy).
-pub(crate) const WINDOW: u32 = POSTED as u32;
+/// round trips, while one that stops being read never takes every posted
+/// receive (then the provider would buffer a flood itself:
+/// hostile_fabric.rs, `a_pull_that_reads_nothing_is_not_made_to_buffer_a_flood`,
+/// failed at 128). Unbuffered 64 B PUSH/PULL over shm: 0.30-0.31 M msg/s
+/// at 32, 0.49-0.50 M at 64 (two runs each, the machine busy).
+pub(crate) const WINDOW: u32 = 64;
 /// How often a node without wait descriptors (shm on libfabric 1.17) is
 /// polled while it has connections, as a backstop to the doorbell.
 const POLL_EVERY: Duration = Duration::from_millis(1);
@@ -98,6 +101,12 @@ struct NodeState {
     pending_ready: Vec<Token>,
     /// Pages no connection claimed (forged, or for a connection gone).
     unclaimed: u64,
+    /// Connections that found the pool empty: readied when a sent page
+    /// returns to it. (Without this a PUB's connection that found no page
+    /// while its siblings held them all was never driven again: its pipe
+    /// stayed full, the PUB dropped its messages, and that subscriber got
+    /// nothing; four and sixteen subscribers over shm, 64 KiB.)
+    page_waiters: Vec<Token>,
 }
 
 /// One I/O thread's fabric endpoint for one provider. See the module
@@ -227,6 +236,7 @@ impl Node {
             next_key: 1,
             events: Vec::new(),
             pending_ready: Vec::new(),
+            page_waiters: Vec::new(),
             unclaimed: 0,
         };
         state.post_receives();
@@ -357,6 +367,7 @@ impl Node {
         let Some(c) = s.conns.remove(&key) else {
             return;
         };
+        s.page_waiters.retain(|t| *t != c.token);
         if let Some(addr) = c.peer {
             if let Some(keys) = s.by_peer.get_mut(&addr) {
                 keys.retain(|k| *k != key);
@@ -391,9 +402,19 @@ impl Node {
         s.pool.available() < s.posted
     }
 
-    /// A free page to fill, if the pool has one.
-    pub(crate) fn page(&self) -> Option<Page> {
-        self.lock().pool.get()
+    /// A free page to fill for connection `key`, if the pool has one;
+    /// if not, `key` is readied when a sent page returns to the pool.
+    pub(crate) fn page(&self, key: u32) -> Option<Page> {
+        let mut s = self.lock();
+        let page = s.pool.get();
+        if page.is_none() {
+            if let Some(token) = s.conns.get(&key).map(|c| c.token) {
+                if !s.page_waiters.contains(&token) {
+                    s.page_waiters.push(token);
+                }
+            }
+        }
+        page
     }
 
     /// Sends `page` to `dest` stamped with `data`; gives the page back
@@ -638,6 +659,7 @@ impl NodeState {
             // A send's tag is the key of the connection it was for.
             Sent { page, tag, .. } => {
                 drop(page);
+                ready.append(&mut self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     ready.push(c.token);
@@ -647,6 +669,7 @@ impl NodeState {
                 page, tag, error, ..
             } => {
                 drop(page);
+                ready.append(&mut self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     c.failed = Some(error.to_string());
@@ -774,7 +797,7 @@ mod tests {
         // Not authenticated yet: even the right token is not taken.
         let until = std::time::Instant::now() + Duration::from_secs(10);
         for data in [token, token + 1, 1 << 32, 0] {
-            let mut page = sender.page().unwrap();
+            let mut page = sender.page(0).unwrap();
             page.fill(&[0, 1, b'x']).unwrap();
             // (A send the provider refuses for now is tried again.)
             while let Err(back) = sender.send(0, page, dest, data) {
@@ -824,6 +847,50 @@ mod tests {
         assert_eq!(reader.lock().reads, 0);
         assert_ne!(reader.poll_interval(), Some(Duration::ZERO), "no busy poll");
         assert_ne!(lent.rma_addr(), 0, "shm lends by virtual address");
+    }
+
+    /// A connection that found the pool empty is readied when a page
+    /// another connection sent returns to it (a PUB's subscriber whose
+    /// siblings held every page stalled before).
+    #[test]
+    fn a_connection_that_found_no_page_is_readied_when_one_returns() {
+        let small = FabricOptions {
+            page_count: 16,
+            ..FabricOptions::default()
+        };
+        let sender = Node::open(Some("shm"), None, &small).expect("shm");
+        let receiver = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let (a, _) = sender.add(Token(1), false).unwrap();
+        let (b, _) = sender.add(Token(2), false).unwrap();
+        let dest = sender.authenticate(a, &receiver.name).unwrap();
+        // A takes every free page.
+        let mut held = Vec::new();
+        while let Some(page) = sender.page(a) {
+            held.push(page);
+        }
+        assert!(!held.is_empty());
+        assert!(sender.page(b).is_none(), "the pool is empty");
+        let mut ready = Vec::new();
+        sender.take_ready(&mut ready);
+        assert!(!ready.contains(&Token(2)), "nothing returned yet");
+        // A sends one; when it completes, B is readied.
+        let mut page = held.pop().unwrap();
+        page.fill(&[0, 1, b'x']).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while let Err(back) = sender.send(a, page, dest, 1) {
+            assert!(std::time::Instant::now() < until, "the send never went");
+            receiver.progress(0);
+            page = back;
+        }
+        loop {
+            assert!(std::time::Instant::now() < until, "B was never readied");
+            receiver.progress(0);
+            sender.take_ready(&mut ready);
+            if ready.contains(&Token(2)) {
+                break;
+            }
+        }
+        assert!(sender.page(b).is_some(), "the page B waited for");
     }
 
     #[test]
