@@ -51,6 +51,14 @@ impl In<'_> {
         Ok(c_int::from_ne_bytes(b))
     }
 
+    /// An int, or nothing (a zero-length value).
+    fn opt_int(&self) -> R<Option<c_int>> {
+        if self.0.is_empty() {
+            return Ok(None);
+        }
+        self.int().map(Some)
+    }
+
     fn flag(&self) -> R<bool> {
         Ok(self.int()? != 0)
     }
@@ -219,6 +227,14 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             ok(s.set_metadata(name, value.as_bytes()))
         }
         96 => ok(s.set_multicast_loop(v.flag()?)),
+        // TCP_ACCEPT_FILTER: an empty value clears the list.
+        38 if v.0.len() > 255 => Err(libc::EINVAL),
+        38 => ok(s.set_tcp_accept_filter(Some(v.text()?))),
+        // IPC_FILTER_PID, _UID, _GID: no value clears the list, as
+        // libzmq's do_setsockopt_set.
+        58 => ok(s.set_ipc_filter_pid(v.opt_int()?)),
+        59 => ok(s.set_ipc_filter_uid(v.opt_int()?.map(|u| u as u32))),
+        60 => ok(s.set_ipc_filter_gid(v.opt_int()?.map(|g| g as u32))),
         _ => Err(libc::EINVAL),
     }
 }

@@ -46,7 +46,6 @@ struct Pending {
     end: PipeEnd,
     /// Where the binder's wake-up signal goes once it exists.
     binder_signal: Arc<OnceLock<Arc<Signal>>>,
-    connector: Arc<Mailbox>,
     connector_opts: PipeOptions,
 }
 
@@ -130,15 +129,9 @@ pub(crate) fn bind_binder(reg: &Registry, name: &str, binder: Binder) -> Result<
 fn complete(p: Pending, binder: &Binder) {
     match binder {
         Binder::Socket { socket, opts } => {
-            if !socket.socket_type.is_compatible(p.connector.socket_type) {
-                tracing::debug!(
-                    "inproc: {} cannot connect to {}; pipe closed",
-                    p.connector.socket_type,
-                    socket.socket_type
-                );
-                p.end.close();
-                return;
-            }
+            // No socket-type check: libzmq's inproc has no handshake and
+            // pairs any two types (its test_inproc_connect connects PAIRs
+            // to a PULL); only the tcp/ipc handshake refuses a mismatch.
             let _ = p.binder_signal.set(socket.signal.clone());
             if opts.conflate {
                 p.end.tx.set_conflate(true);
@@ -233,7 +226,6 @@ pub(crate) fn connect(
     let pending = Pending {
         end: theirs,
         binder_signal,
-        connector: socket.clone(),
         connector_opts: opts.clone(),
     };
     match reg.bound.get(name).cloned() {

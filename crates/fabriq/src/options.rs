@@ -15,6 +15,7 @@ use zeroize::Zeroizing;
 use crate::error::{err, Error, Result};
 use crate::inproc::WeakRegistry;
 use crate::mechanism::Mechanism;
+use crate::transport::filter::AcceptFilters;
 
 /// Bytes asked for per read when no large frame is arriving: enough to
 /// batch many small messages per system call, small enough that preparing
@@ -40,6 +41,9 @@ pub(crate) struct Options {
     pub probe_router: bool,
     /// `ZMQ_SOCKS_PROXY`: tcp connects go through this SOCKS5 proxy.
     pub socks_proxy: String,
+    /// `ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_*`: which peers a
+    /// listener keeps (all when empty).
+    pub accept_filters: AcceptFilters,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -129,6 +133,7 @@ impl Default for Options {
             router_handover: false,
             probe_router: false,
             socks_proxy: String::new(),
+            accept_filters: AcceptFilters::default(),
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

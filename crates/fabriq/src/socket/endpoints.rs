@@ -30,6 +30,10 @@ impl Socket {
                     &inproc_options(&core.opts),
                     name,
                 )?;
+                // Connectors that waited for this name are attached now,
+                // as libzmq's bind does: a SUB's subscriptions reach a
+                // PUB that connected first before anything else is sent.
+                self.process_commands(&mut core);
                 (
                     endpoint.to_string(),
                     Attachment::InprocBind { name: name.clone() },

@@ -23,6 +23,7 @@ use crate::pattern::{self, Pattern, Received};
 use crate::signal::Signal;
 use crate::socket_type::SocketType;
 
+mod compat;
 mod draft;
 mod endpoints;
 mod options;

@@ -20,6 +20,7 @@
 //! thread moves its datagrams with an engine like the others
 //! ([`DataPath::Datagram`]).
 
+pub(crate) mod filter;
 pub(crate) mod ipc;
 #[cfg(test)]
 pub(crate) mod mem;
@@ -202,6 +203,20 @@ pub(crate) fn read_fd(fd: BorrowedFd<'_>, buf: &mut BytesMut, max: usize) -> io:
     // capacity`, so the new length covers initialized bytes only.
     unsafe { buf.set_len(len + n) };
     Ok(n)
+}
+
+/// `sendmsg(2)` of `bufs` on the socket `fd` with `MSG_NOSIGNAL`, for the
+/// OS streams: a peer that closed its end gives `EPIPE` here instead of
+/// killing the process with `SIGPIPE` (libzmq sends the same way, so C
+/// programs need not ignore the signal).
+pub(crate) fn write_fd(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    let mut control = rustix::net::SendAncillaryBuffer::default();
+    Ok(rustix::net::sendmsg(
+        fd,
+        bufs,
+        &mut control,
+        rustix::net::SendFlags::NOSIGNAL,
+    )?)
 }
 
 /// A readiness source that serves many connections: one descriptor the

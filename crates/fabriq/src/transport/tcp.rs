@@ -2,7 +2,7 @@
 //! resolution at each connect, the canonical endpoint text, and the socket
 //! options that apply to TCP streams.
 
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
@@ -12,6 +12,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
+use super::filter::AcceptFilters;
 use super::{Address, Listener, Poller, Role, Stream, Transport};
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
@@ -37,7 +38,14 @@ impl Transport for Tcp {
 
     fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
         let (listener, text) = bind_text(&address.address, opts)?;
-        Ok((Box::new(listener), text))
+        if opts.accept_filters.tcp.is_empty() {
+            return Ok((Box::new(listener), text));
+        }
+        let filtered = FilteredListener {
+            listener,
+            filters: opts.accept_filters.clone(),
+        };
+        Ok((Box::new(filtered), text))
     }
 
     fn check_connect(&self, address: &Address, opts: &Options) -> Result<()> {
@@ -283,7 +291,7 @@ impl Stream for mio::net::TcpStream {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        Write::write_vectored(self, bufs)
+        super::write_fd(self.as_fd(), bufs)
     }
 
     fn connect_result(&mut self) -> io::Result<bool> {
@@ -350,6 +358,42 @@ impl Listener for mio::net::TcpListener {
 
     fn monitor_value(&self) -> u32 {
         self.as_raw_fd() as u32
+    }
+}
+
+/// A tcp listener with `ZMQ_TCP_ACCEPT_FILTER` masks: connections from
+/// other addresses are closed as they are accepted.
+#[derive(Debug)]
+struct FilteredListener {
+    listener: mio::net::TcpListener,
+    filters: AcceptFilters,
+}
+
+impl Listener for FilteredListener {
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>> {
+        loop {
+            match mio::net::TcpListener::accept(&self.listener) {
+                Ok((s, peer)) if self.filters.tcp_allows(peer.ip()) => {
+                    let _ = s.set_nodelay(true);
+                    return Ok(Some(Box::new(s)));
+                }
+                Ok((_, peer)) => tracing::debug!("tcp accept filter: {peer} refused"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        Source::register(&mut self.listener, registry, token, Interest::READABLE)
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = Source::deregister(&mut self.listener, registry);
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.listener.as_raw_fd() as u32
     }
 }
 

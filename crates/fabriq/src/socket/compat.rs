@@ -1,0 +1,68 @@
+//! libzmq's options that the zmq crate has no setter for, kept for C
+//! programs (`fabriq-capi`) and libzmq's own tests: accept filters
+//! (`ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_UID`/`GID`/`PID`).
+
+use super::Socket;
+use crate::error::Result;
+use crate::transport::filter::AddressMask;
+
+impl Socket {
+    /// Adds a tcp accept filter, `ADDRESS[/BITS]` (`ZMQ_TCP_ACCEPT_FILTER`):
+    /// listeners bound afterwards keep only connections from matching
+    /// addresses. `None` or an empty text clears the list. A malformed
+    /// mask is `EINVAL`.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let s = ctx.socket(fabriq::PAIR).unwrap();
+    /// s.set_tcp_accept_filter(Some("127.0.0.1/32")).unwrap();
+    /// assert!(s.set_tcp_accept_filter(Some("0.0.0.0/33")).is_err());
+    /// s.set_tcp_accept_filter(None).unwrap();
+    /// ```
+    pub fn set_tcp_accept_filter(&self, filter: Option<&str>) -> Result<()> {
+        let mut core = self.core();
+        match filter.filter(|f| !f.is_empty()) {
+            None => core.opts.accept_filters.tcp.clear(),
+            Some(f) => {
+                let mask = AddressMask::parse(f, core.opts.ipv6)?;
+                core.opts.accept_filters.tcp.push(mask);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a user id to the ipc accept filter (`ZMQ_IPC_FILTER_UID`;
+    /// `None` clears the list): ipc listeners bound afterwards keep only
+    /// peers whose credentials match one of the uid, gid or pid filters.
+    pub fn set_ipc_filter_uid(&self, uid: Option<u32>) -> Result<()> {
+        let f = &mut self.core().opts.accept_filters.ipc_uids;
+        match uid {
+            None => f.clear(),
+            Some(u) => f.push(u),
+        }
+        Ok(())
+    }
+
+    /// Adds a group id to the ipc accept filter (`ZMQ_IPC_FILTER_GID`;
+    /// `None` clears the list): a peer matches if the group is its primary
+    /// group or lists its user as a member.
+    pub fn set_ipc_filter_gid(&self, gid: Option<u32>) -> Result<()> {
+        let f = &mut self.core().opts.accept_filters.ipc_gids;
+        match gid {
+            None => f.clear(),
+            Some(g) => f.push(g),
+        }
+        Ok(())
+    }
+
+    /// Adds a process id to the ipc accept filter (`ZMQ_IPC_FILTER_PID`;
+    /// `None` clears the list).
+    pub fn set_ipc_filter_pid(&self, pid: Option<i32>) -> Result<()> {
+        let f = &mut self.core().opts.accept_filters.ipc_pids;
+        match pid {
+            None => f.clear(),
+            Some(p) => f.push(p),
+        }
+        Ok(())
+    }
+}

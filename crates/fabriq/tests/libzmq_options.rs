@@ -1,0 +1,195 @@
+//! libzmq behaviours that its own test suite (tests/ of libzmq 4.3.4,
+//! run against fabriq's C API by crates/fabriq-capi/suites) checks, here
+//! on the Rust API: accept filters, inproc connects before the bind, and
+//! the other options of docs/capi.md's "libzmq semantics" list.
+//!
+//! Every wait has a time limit, tcp ports are ephemeral and inproc names
+//! unique, so the tests run in parallel.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fabriq as zmq;
+
+/// Upper bound of a wait for something that should happen.
+const TIMEOUT_MS: i32 = 5000;
+/// How long a test waits for something that must not happen.
+const QUIET_MS: i32 = 300;
+
+fn unique() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn inproc(tag: &str) -> String {
+    format!("inproc://libzmq-options-{tag}-{}", unique())
+}
+
+fn ipc(tag: &str) -> String {
+    let path = std::env::temp_dir().join(format!(
+        "fabriq-libzmq-options-{tag}-{}-{}.ipc",
+        std::process::id(),
+        unique()
+    ));
+    format!("ipc://{}", path.display())
+}
+
+fn socket(ctx: &zmq::Context, kind: zmq::SocketType) -> zmq::Socket {
+    let s = ctx.socket(kind).unwrap();
+    s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    s.set_sndtimeo(TIMEOUT_MS).unwrap();
+    s.set_linger(0).unwrap();
+    s
+}
+
+/// Binds `s` to `endpoint` and returns the resolved endpoint.
+fn bind(s: &zmq::Socket, endpoint: &str) -> String {
+    s.bind(endpoint).unwrap();
+    s.get_last_endpoint().unwrap().unwrap()
+}
+
+/// A message goes from `a` to `b` and back.
+fn bounce(a: &zmq::Socket, b: &zmq::Socket) {
+    a.send("ping", 0).unwrap();
+    assert_eq!(b.recv_bytes(0).unwrap(), b"ping");
+    b.send("pong", 0).unwrap();
+    assert_eq!(a.recv_bytes(0).unwrap(), b"pong");
+}
+
+/// The connection between `server` (bound) and `client` never carries a
+/// message: the client's goes nowhere.
+fn no_bounce(server: &zmq::Socket, client: &zmq::Socket) {
+    client.send("ping", zmq::DONTWAIT).ok();
+    server.set_rcvtimeo(QUIET_MS).unwrap();
+    assert_eq!(server.recv_bytes(0), Err(zmq::Error::EAGAIN));
+}
+
+#[test]
+fn a_sub_bound_after_an_inproc_pub_connected_gets_what_is_published_next() {
+    let ctx = zmq::Context::new();
+    let ep = inproc("pubsub");
+    let publisher = socket(&ctx, zmq::PUB);
+    publisher.connect(&ep).unwrap();
+    publisher.send("before", 0).unwrap();
+    let sub = socket(&ctx, zmq::SUB);
+    sub.set_subscribe(b"").unwrap();
+    sub.bind(&ep).unwrap();
+    // No settling: the bind itself sent the subscription.
+    publisher.send("after", 0).unwrap();
+    assert_eq!(sub.recv_bytes(0).unwrap(), b"after");
+}
+
+#[test]
+fn inproc_pairs_any_two_types_as_libzmq_does() {
+    // libzmq's test_inproc_connect connects PAIRs to a PULL.
+    let ctx = zmq::Context::new();
+    let ep = inproc("types");
+    let pair = socket(&ctx, zmq::PAIR);
+    pair.connect(&ep).unwrap();
+    pair.send("foobar", 0).unwrap();
+    let pull = socket(&ctx, zmq::PULL);
+    pull.bind(&ep).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"foobar");
+}
+
+#[test]
+fn tcp_accept_filters_keep_matching_peers_only() {
+    let ctx = zmq::Context::new();
+    for (filter, accepted) in [
+        (Some("127.0.0.1/32"), true),
+        (Some("0.0.0.0/0"), true),
+        (Some("127.0.0.0/8"), true),
+        (Some("127.0.0.255/32"), false),
+        (None, true),
+    ] {
+        let server = socket(&ctx, zmq::PAIR);
+        if let Some(f) = filter {
+            server.set_tcp_accept_filter(Some(f)).unwrap();
+        }
+        let ep = bind(&server, "tcp://127.0.0.1:*");
+        let client = socket(&ctx, zmq::PAIR);
+        client.set_reconnect_ivl(-1).unwrap();
+        client.connect(&ep).unwrap();
+        if accepted {
+            bounce(&client, &server);
+        } else {
+            no_bounce(&server, &client);
+        }
+    }
+}
+
+#[test]
+fn a_cleared_tcp_accept_filter_accepts_everyone() {
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::PAIR);
+    server.set_tcp_accept_filter(Some("127.0.0.255")).unwrap();
+    server.set_tcp_accept_filter(Some("")).unwrap();
+    let ep = bind(&server, "tcp://127.0.0.1:*");
+    let client = socket(&ctx, zmq::PAIR);
+    client.connect(&ep).unwrap();
+    bounce(&client, &server);
+}
+
+#[test]
+fn malformed_tcp_accept_filters_are_einval() {
+    let ctx = zmq::Context::new();
+    let s = socket(&ctx, zmq::PAIR);
+    for bad in [
+        "foo",
+        "0.0.0.0foo",
+        "0.0.0.0/foo",
+        "0.0.0.0/",
+        "0.0.0.0/-1",
+        "0.0.0.0/33",
+    ] {
+        assert_eq!(
+            s.set_tcp_accept_filter(Some(bad)),
+            Err(zmq::Error::EINVAL),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn ipc_filters_keep_peers_with_matching_credentials() {
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let pid = std::process::id() as i32;
+    type Set = fn(&zmq::Socket, u32, i32) -> zmq::Result<()>;
+    let cases: [(Set, bool); 7] = [
+        (|_, _, _| Ok(()), true),
+        (|s, u, _| s.set_ipc_filter_uid(Some(u)), true),
+        (|s, u, _| s.set_ipc_filter_uid(Some(u + 1)), false),
+        (|s, _, p| s.set_ipc_filter_pid(Some(p)), true),
+        (|s, _, p| s.set_ipc_filter_pid(Some(p + 1)), false),
+        (|s, g, _| s.set_ipc_filter_gid(Some(g)), true),
+        (|s, g, _| s.set_ipc_filter_gid(Some(g + 1_000_000)), false),
+    ];
+    let ctx = zmq::Context::new();
+    for (i, (set, accepted)) in cases.into_iter().enumerate() {
+        let server = socket(&ctx, zmq::DEALER);
+        let value = if i == 5 || i == 6 { gid } else { uid };
+        set(&server, value, pid).unwrap();
+        let ep = bind(&server, &ipc("filter"));
+        let client = socket(&ctx, zmq::DEALER);
+        client.set_reconnect_ivl(-1).unwrap();
+        client.connect(&ep).unwrap();
+        if accepted {
+            bounce(&client, &server);
+        } else {
+            no_bounce(&server, &client);
+        }
+    }
+}
+
+#[test]
+fn a_cleared_ipc_filter_accepts_everyone() {
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::DEALER);
+    let uid = rustix::process::getuid().as_raw();
+    server.set_ipc_filter_uid(Some(uid + 1)).unwrap();
+    server.set_ipc_filter_uid(None).unwrap();
+    let ep = bind(&server, &ipc("cleared"));
+    let client = socket(&ctx, zmq::DEALER);
+    client.connect(&ep).unwrap();
+    bounce(&client, &server);
+}
