@@ -218,8 +218,7 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
         77 => ok(s.set_heartbeat_timeout(v.int()?)),
         78 => ok(s.set_xpub_verboser(v.flag()?)),
         79 => ok(s.set_connect_timeout(v.int()?)),
-        // USE_FD: only its default, -1 (none), is accepted.
-        89 if v.int()? == -1 => Ok(()),
+        89 => ok(s.set_use_fd(v.int()?)),
         93 => ok(s.set_zap_enforce_domain(v.flag()?)),
         95 => {
             let t = v.text()?;
@@ -329,7 +328,7 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         77 => int(s.get_heartbeat_timeout()),
         79 => int(s.get_connect_timeout()),
         81 => flag(s.is_thread_safe()),
-        89 => Ok(Out::Int(-1)),
+        89 => int(s.get_use_fd()),
         93 => flag(s.is_zap_enforce_domain()),
         96 => flag(s.is_multicast_loop()),
         _ => Err(libc::EINVAL),

@@ -44,6 +44,8 @@ pub(crate) struct Options {
     /// `ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_*`: which peers a
     /// listener keeps (all when empty).
     pub accept_filters: AcceptFilters,
+    /// `ZMQ_USE_FD`: binds take this listening socket (-1: none).
+    pub use_fd: i32,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -134,6 +136,7 @@ impl Default for Options {
             probe_router: false,
             socks_proxy: String::new(),
             accept_filters: AcceptFilters::default(),
+            use_fd: -1,
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

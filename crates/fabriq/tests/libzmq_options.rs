@@ -193,3 +193,118 @@ fn a_cleared_ipc_filter_accepts_everyone() {
     client.connect(&ep).unwrap();
     bounce(&client, &server);
 }
+
+#[test]
+fn a_bind_takes_the_listening_socket_given_with_use_fd() {
+    use std::os::fd::IntoRawFd;
+    let ctx = zmq::Context::new();
+    // tcp
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ep = format!("tcp://{}", listener.local_addr().unwrap());
+    let server = socket(&ctx, zmq::REP);
+    assert_eq!(server.get_use_fd().unwrap(), -1);
+    let fd = listener.into_raw_fd();
+    server.set_use_fd(fd).unwrap();
+    assert_eq!(server.get_use_fd().unwrap(), fd);
+    assert_eq!(bind(&server, &ep), ep);
+    let client = socket(&ctx, zmq::REQ);
+    client.connect(&ep).unwrap();
+    bounce(&client, &server);
+    // ipc: the file stays the application's.
+    let path = std::env::temp_dir().join(format!(
+        "fabriq-libzmq-options-usefd-{}-{}.ipc",
+        std::process::id(),
+        unique()
+    ));
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let ep = format!("ipc://{}", path.display());
+    let server = socket(&ctx, zmq::PAIR);
+    server.set_use_fd(listener.into_raw_fd()).unwrap();
+    assert_eq!(bind(&server, &ep), ep);
+    let client = socket(&ctx, zmq::PAIR);
+    client.connect(&ep).unwrap();
+    bounce(&client, &server);
+    drop(server);
+    drop(client);
+    drop(ctx);
+    std::fs::remove_file(&path).expect("the socket file is left to the application");
+}
+
+#[test]
+fn use_fd_refuses_what_is_not_a_listening_socket_of_the_transport() {
+    use std::os::fd::AsRawFd;
+    let ctx = zmq::Context::new();
+    let s = socket(&ctx, zmq::PAIR);
+    assert_eq!(s.set_use_fd(-2), Err(zmq::Error::EINVAL));
+    // A file, a socket that does not listen, a listener of another family.
+    let file = std::fs::File::open("/dev/null").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    for (fd, ep) in [
+        (file.as_raw_fd(), "tcp://127.0.0.1:*".to_string()),
+        (udp.as_raw_fd(), "tcp://127.0.0.1:*".to_string()),
+        (tcp.as_raw_fd(), ipc("usefd-family")),
+        (1_000_000, "tcp://127.0.0.1:*".to_string()),
+    ] {
+        s.set_use_fd(fd).unwrap();
+        assert_eq!(s.bind(&ep), Err(zmq::Error::EINVAL), "fd {fd} for {ep}");
+    }
+    // The descriptors were left alone.
+    assert!(tcp.local_addr().is_ok());
+    assert!(udp.local_addr().is_ok());
+}
+
+/// A tcp port free a moment ago.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn tcp_connects_bind_the_source_address_given_before_a_semicolon() {
+    let ctx = zmq::Context::new();
+    let servers: Vec<_> = (0..2).map(|_| socket(&ctx, zmq::REP)).collect();
+    let eps: Vec<_> = servers
+        .iter()
+        .map(|s| bind(s, "tcp://127.0.0.1:*"))
+        .collect();
+    // One fixed source port for both destinations (SO_REUSEADDR).
+    let src = free_port();
+    let client = socket(&ctx, zmq::REQ);
+    for ep in &eps {
+        let dst = ep.strip_prefix("tcp://").unwrap();
+        client
+            .connect(&format!("tcp://127.0.0.1:{src};{dst}"))
+            .unwrap();
+    }
+    for server in servers.iter().chain(&servers) {
+        bounce(&client, server);
+    }
+    // Any source port.
+    let other = socket(&ctx, zmq::REQ);
+    let dst = eps[0].strip_prefix("tcp://").unwrap();
+    other.connect(&format!("tcp://127.0.0.1:*;{dst}")).unwrap();
+    bounce(&other, &servers[0]);
+}
+
+#[test]
+fn tcp_connect_addresses_are_checked_as_libzmq_does() {
+    let ctx = zmq::Context::new();
+    let s = socket(&ctx, zmq::PUB);
+    // Resolution is deferred: an IPv6 literal without the ipv6 option
+    // and a source name are accepted by connect.
+    s.connect("tcp://[::1]:1234").unwrap();
+    s.connect("tcp://localhost:5555;localhost:1235").unwrap();
+    for bad in [
+        "tcp://in val id:1234",
+        "tcp://localhost:invalid",
+        "tcp://",
+        "tcp://127.0.0.1;127.0.0.1:1234",
+    ] {
+        assert_eq!(s.connect(bad), Err(zmq::Error::EINVAL), "{bad}");
+    }
+    assert_eq!(
+        s.bind("tcp://127.0.0.1:0;127.0.0.1:1234"),
+        Err(zmq::Error::EINVAL)
+    );
+}

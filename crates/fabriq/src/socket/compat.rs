@@ -1,9 +1,11 @@
 //! libzmq's options that the zmq crate has no setter for, kept for C
 //! programs (`fabriq-capi`) and libzmq's own tests: accept filters
-//! (`ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_UID`/`GID`/`PID`).
+//! (`ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_UID`/`GID`/`PID`) and
+//! `ZMQ_USE_FD`.
 
 use super::Socket;
 use crate::error::Result;
+use crate::options::in_range;
 use crate::transport::filter::AddressMask;
 
 impl Socket {
@@ -63,6 +65,23 @@ impl Socket {
             None => f.clear(),
             Some(p) => f.push(p),
         }
+        Ok(())
+    }
+
+    /// The listening socket later binds take (`ZMQ_USE_FD`; -1, the
+    /// default: binds make their own).
+    pub fn get_use_fd(&self) -> Result<i32> {
+        Ok(self.core().opts.use_fd)
+    }
+
+    /// Makes later tcp and ipc binds take `fd`, a socket the application
+    /// created, bound and put in the listening state, instead of making
+    /// one (`ZMQ_USE_FD`; -1: none). The bind's endpoint then only names
+    /// the transport; the listener owns the descriptor and closes it
+    /// with itself. A bind fails with `EINVAL` if `fd` is not a
+    /// listening stream socket of the endpoint's address family.
+    pub fn set_use_fd(&self, fd: i32) -> Result<()> {
+        self.core().opts.use_fd = in_range("use_fd", fd, -1, i32::MAX)?;
         Ok(())
     }
 }

@@ -42,7 +42,11 @@ impl Transport for Ipc {
 
     fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
         let address = &address.address;
-        let (mut listener, text) = bind(&parse(address, address, Role::Bind)?)?;
+        let (mut listener, text) = if opts.use_fd >= 0 {
+            adopt(opts.use_fd)?
+        } else {
+            bind(&parse(address, address, Role::Bind)?)?
+        };
         listener.filters = opts.accept_filters.clone();
         Ok((Box::new(listener), text))
     }
@@ -186,6 +190,22 @@ fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
             bind(&IpcAddr::Path(path))
         }
     }
+}
+
+/// A listener on the application's socket (`ZMQ_USE_FD`); its file, if
+/// any, is the application's to remove.
+fn adopt(fd: std::os::fd::RawFd) -> Result<(IpcListener, String)> {
+    let l =
+        std::os::unix::net::UnixListener::from(super::use_fd::take_listener(fd, &[libc::AF_UNIX])?);
+    let local = l
+        .local_addr()
+        .map_err(|e| fail(Error::from_io(&e), e.to_string()))?;
+    let text = match (local.as_pathname(), local.as_abstract_name()) {
+        (Some(path), _) => format!("ipc://{}", path.display()),
+        (None, Some(name)) => format!("ipc://@{}", String::from_utf8_lossy(name)),
+        (None, None) => "ipc://".to_string(),
+    };
+    finish(l, None, text)
 }
 
 fn finish(

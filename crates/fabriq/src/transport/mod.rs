@@ -28,6 +28,7 @@ pub(crate) mod ofi;
 mod socks;
 pub(crate) mod tcp;
 pub(crate) mod udp;
+mod use_fd;
 
 use std::any::Any;
 use std::collections::HashMap;

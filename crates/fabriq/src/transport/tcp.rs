@@ -67,18 +67,38 @@ impl Transport for Tcp {
 /// Binds `address` (`HOST:PORT`, checked); the listener and its
 /// `tcp://` text.
 pub(crate) fn bind_text(address: &str, opts: &Options) -> Result<(mio::net::TcpListener, String)> {
+    if opts.use_fd >= 0 {
+        let fd = super::use_fd::take_listener(opts.use_fd, &[libc::AF_INET, libc::AF_INET6])?;
+        let l = std::net::TcpListener::from(fd);
+        let io = |e: io::Error| fail(Error::from_io(&e), e.to_string());
+        l.set_nonblocking(true).map_err(io)?;
+        let local = l.local_addr().map_err(io)?;
+        return Ok((mio::net::TcpListener::from_std(l), tcp_text(local)));
+    }
     let (host, port) = split(address);
     bind(host, port, opts)
 }
 
+/// Splits a connect address into its source (`SRC;` before the
+/// destination, libzmq's source-address form) and destination.
+fn source_and_destination(address: &str) -> (Option<&str>, &str) {
+    match address.split_once(';') {
+        Some((src, dst)) => (Some(src), dst),
+        None => (None, address),
+    }
+}
+
 /// See [`Transport::check_connect`].
-pub(crate) fn check_connect(address: &str, opts: &Options) -> Result<()> {
+pub(crate) fn check_connect(address: &str, _opts: &Options) -> Result<()> {
     {
+        let (_, address) = source_and_destination(address);
         let (host, port) = split(address);
-        // An address literal is checked now (an IPv6 address needs the
-        // ipv6 option); a host name is looked up at every attempt.
+        // An address literal is checked now; a host name is looked up at
+        // every attempt. An IPv6 literal without the ipv6 option is
+        // accepted, as libzmq's connect defers resolution: the attempts
+        // then fail until the option is set.
         if host.parse::<IpAddr>().is_ok() || host.starts_with('[') {
-            resolve(host, port.unwrap_or(0), opts.ipv6)?;
+            resolve(host, port.unwrap_or(0), true)?;
         }
         Ok(())
     }
@@ -87,27 +107,66 @@ pub(crate) fn check_connect(address: &str, opts: &Options) -> Result<()> {
 /// Starts a non-blocking connect to `address` (`HOST:PORT`, checked),
 /// resolving a host name now.
 pub(crate) fn connect(address: &str, opts: &Options) -> io::Result<mio::net::TcpStream> {
-    {
-        let (host, port) = split(address);
-        let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                crate::error::last_error_detail().unwrap_or_default(),
-            )
-        })?;
-        let s = mio::net::TcpStream::connect(addr)?;
-        let _ = s.set_nodelay(true);
-        Ok(s)
+    let not_found = |_| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            crate::error::last_error_detail().unwrap_or_default(),
+        )
+    };
+    let (source, address) = source_and_destination(address);
+    let (host, port) = split(address);
+    let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(not_found)?;
+    let s = match source {
+        None => mio::net::TcpStream::connect(addr)?,
+        Some(source) => {
+            let (host, port) = split(source);
+            let src = resolve_bind(host, port.unwrap_or(0), opts.ipv6).map_err(not_found)?;
+            connect_from(src, addr)?
+        }
+    };
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
+
+/// A non-blocking connect from the local address `src` (`SO_REUSEADDR`
+/// set first, as libzmq's tcp_connecter does, so that one source port
+/// can connect to several destinations).
+fn connect_from(src: SocketAddr, dst: SocketAddr) -> io::Result<mio::net::TcpStream> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    if src.is_ipv4() != dst.is_ipv4() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("source {src} and destination {dst} are of different address families"),
+        ));
     }
+    let family = if dst.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    rustix::net::bind(&fd, &src)?;
+    match rustix::net::connect(&fd, &dst) {
+        Ok(()) | Err(rustix::io::Errno::INPROGRESS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(mio::net::TcpStream::from_std(std::net::TcpStream::from(fd)))
 }
 
 /// Checks a `HOST:PORT` address for binding or connecting.
 pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
-    if role == Role::Connect && rest.contains(';') {
-        return err(
-            Error::EINVAL,
-            format!("endpoint {text:?}: source-address connects (src;dst) are not supported"),
-        );
+    if let Some((source, rest)) = rest.split_once(';') {
+        if role != Role::Connect {
+            return err(
+                Error::EINVAL,
+                format!("endpoint {text:?}: a source address (SRC;DST) is for connects only"),
+            );
+        }
+        // The source is an address to bind, port `*` or 0 for any.
+        parse(text, source, Role::Bind)?;
+        return parse(text, rest, role);
     }
     let Some((host, port)) = rest.rsplit_once(':') else {
         return err(
@@ -138,6 +197,16 @@ pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
         },
     };
     if role == Role::Connect {
+        // libzmq's quick check of a connect address (socket_base.cpp):
+        // letters, digits and `.-:%;[]_*` only, so a name with spaces is
+        // refused now rather than at every attempt.
+        let allowed = |c: char| c.is_ascii_alphanumeric() || ".-:%;[]_*".contains(c);
+        if !host.chars().all(allowed) {
+            return err(
+                Error::EINVAL,
+                format!("tcp endpoint {text:?}: {host:?} is not a host name or address"),
+            );
+        }
         if host == "*" {
             return err(
                 Error::EINVAL,
