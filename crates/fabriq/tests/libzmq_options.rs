@@ -308,3 +308,37 @@ fn tcp_connect_addresses_are_checked_as_libzmq_does() {
         Err(zmq::Error::EINVAL)
     );
 }
+
+#[test]
+fn asking_for_events_does_not_change_the_next_peer() {
+    // libzmq's test_req_relaxed reads ZMQ_EVENTS between requests and
+    // expects them to go to the peers in turn, first one first.
+    let ctx = zmq::Context::new();
+    for kind in [zmq::PUSH, zmq::REQ] {
+        let ep = inproc("events-turn");
+        let sender = socket(&ctx, kind);
+        if kind == zmq::REQ {
+            sender.set_req_relaxed(true).unwrap();
+        }
+        sender.bind(&ep).unwrap();
+        let peers: Vec<_> = (0..3)
+            .map(|_| {
+                let p = socket(
+                    &ctx,
+                    if kind == zmq::PUSH {
+                        zmq::PULL
+                    } else {
+                        zmq::REP
+                    },
+                );
+                p.connect(&ep).unwrap();
+                p
+            })
+            .collect();
+        for (i, peer) in peers.iter().enumerate() {
+            assert!(sender.get_events().unwrap().contains(zmq::POLLOUT));
+            sender.send(format!("m{i}").as_str(), 0).unwrap();
+            assert_eq!(peer.recv_bytes(0).unwrap(), format!("m{i}").as_bytes());
+        }
+    }
+}

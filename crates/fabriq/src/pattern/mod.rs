@@ -394,6 +394,13 @@ impl Pipes {
         None
     }
 
+    /// Whether some pipe has room for a message; unlike
+    /// [`Pipes::pick_out`] it takes no turn, so asking (`ZMQ_EVENTS`,
+    /// poll) does not change which peer the next message goes to.
+    pub fn has_room_out(&self) -> bool {
+        self.list.iter().any(|p| p.tx.has_room())
+    }
+
     pub fn close_all(&mut self) {
         for p in self.list.drain(..) {
             p.close();
