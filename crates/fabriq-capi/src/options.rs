@@ -211,8 +211,9 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
         }
         // INVERT_MATCHING: only its default (off) is available.
         74 if v.int()? == 0 => Ok(()),
-        // STREAM_NOTIFY: fabriq's STREAM always notifies.
-        73 if v.int()? == 1 => Ok(()),
+        73 => ok(s.set_stream_notify(v.flag()?)),
+        61 if v.0.len() > 255 => Err(libc::EINVAL),
+        61 => ok(s.set_connect_routing_id(v.0)),
         75 => ok(s.set_heartbeat_ivl(v.int()?)),
         76 => ok(s.set_heartbeat_ttl(v.int()?)),
         77 => ok(s.set_heartbeat_timeout(v.int()?)),
@@ -320,7 +321,7 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         65 => flag(s.is_gssapi_plaintext()),
         66 => int(s.get_handshake_ivl()),
         68 => text(s.get_socks_proxy()),
-        73 => Ok(Out::Int(1)),
+        73 => flag(s.is_stream_notify()),
         74 => Ok(Out::Int(0)),
         75 => int(s.get_heartbeat_ivl()),
         // libzmq keeps the TTL in deciseconds.

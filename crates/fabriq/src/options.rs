@@ -46,6 +46,12 @@ pub(crate) struct Options {
     pub accept_filters: AcceptFilters,
     /// `ZMQ_USE_FD`: binds take this listening socket (-1: none).
     pub use_fd: i32,
+    /// `ZMQ_CONNECT_ROUTING_ID`: the routing id a ROUTER or STREAM gives
+    /// the peer of its next connect (empty: none; each connect takes it).
+    pub connect_routing_id: Bytes,
+    /// `ZMQ_STREAM_NOTIFY`: a STREAM delivers an empty message when a
+    /// peer connects or goes away.
+    pub stream_notify: bool,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -137,6 +143,8 @@ impl Default for Options {
             socks_proxy: String::new(),
             accept_filters: AcceptFilters::default(),
             use_fd: -1,
+            connect_routing_id: Bytes::new(),
+            stream_notify: true,
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

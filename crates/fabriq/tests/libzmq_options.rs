@@ -342,3 +342,98 @@ fn asking_for_events_does_not_change_the_next_peer() {
         }
     }
 }
+
+#[test]
+fn connect_routing_id_names_the_peer_of_the_next_connect_only() {
+    let ctx = zmq::Context::new();
+    for transport in ["tcp://127.0.0.1:*", "inproc://connect-rid"] {
+        let x = socket(&ctx, zmq::ROUTER);
+        x.set_identity(b"X").unwrap();
+        let x_ep = bind(
+            &x,
+            &format!(
+                "{transport}{}",
+                if transport.starts_with("inproc") {
+                    format!("-x-{}", unique())
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        let z = socket(&ctx, zmq::ROUTER);
+        z.set_identity(b"Z").unwrap();
+        let z_ep = bind(
+            &z,
+            &format!(
+                "{transport}{}",
+                if transport.starts_with("inproc") {
+                    format!("-z-{}", unique())
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        let y = socket(&ctx, zmq::ROUTER);
+        y.set_identity(b"Y").unwrap();
+        y.set_router_mandatory(true).unwrap();
+        y.set_connect_routing_id(b"to-x").unwrap();
+        y.connect(&x_ep).unwrap();
+        // Routable at once, under the given name, not the peer's "X".
+        y.send_multipart(["to-x", "hi x"], 0).unwrap();
+        assert_eq!(
+            x.recv_multipart(0).unwrap(),
+            [b"Y".to_vec(), b"hi x".to_vec()]
+        );
+        // The next connect is not named: Z is known by its identity once
+        // its handshake is done.
+        y.connect(&z_ep).unwrap();
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_millis(TIMEOUT_MS as u64);
+        while y.send_multipart(["Z", "hi z"], zmq::DONTWAIT).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Z never became routable"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            z.recv_multipart(0).unwrap(),
+            [b"Y".to_vec(), b"hi z".to_vec()]
+        );
+        assert_eq!(
+            y.send_multipart(["to-z", "no"], 0),
+            Err(zmq::Error::EHOSTUNREACH)
+        );
+    }
+}
+
+#[test]
+fn stream_notify_off_delivers_data_only() {
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::STREAM);
+    assert!(server.is_stream_notify().unwrap());
+    server.set_stream_notify(false).unwrap();
+    let ep = bind(&server, "tcp://127.0.0.1:*");
+    let client = socket(&ctx, zmq::STREAM);
+    client.set_connect_routing_id(b"conn1").unwrap();
+    client.connect(&ep).unwrap();
+    client.send_multipart(["conn1", "hi 1"], 0).unwrap();
+    let got = server.recv_multipart(0).unwrap();
+    assert_eq!(got[0][0], 0, "a generated id");
+    assert_eq!(got[1], b"hi 1", "data first: no connect notice");
+    // The client (notify on) sees its connect notice under its name.
+    assert_eq!(
+        client.recv_multipart(0).unwrap(),
+        [b"conn1".to_vec(), Vec::new()]
+    );
+    // No notice when the client goes away either.
+    drop(client);
+    server.set_rcvtimeo(QUIET_MS).unwrap();
+    assert_eq!(server.recv_multipart(0), Err(zmq::Error::EAGAIN));
+    let dealer = socket(&ctx, zmq::DEALER);
+    assert_eq!(dealer.set_stream_notify(false), Err(zmq::Error::EINVAL));
+    assert_eq!(
+        dealer.set_connect_routing_id(&[1; 256]),
+        Err(zmq::Error::EINVAL)
+    );
+}

@@ -3,7 +3,8 @@
 //! when the peer connected (the engine delivers it) or went away (this
 //! pattern adds it once the pipe's messages are read). Every message out
 //! is `[routing id, data]`: the bytes are written as they are, and empty
-//! data closes that connection. Routing ids are generated (`0x00` and a
+//! data closes that connection (`ZMQ_STREAM_NOTIFY` off: no empty
+//! messages in). Routing ids are generated (`0x00` and a
 //! 32-bit counter); an unknown one is EHOSTUNREACH and a full peer EAGAIN,
 //! always (a STREAM is always "mandatory").
 
@@ -45,7 +46,14 @@ impl Stream {
 
 impl Pattern for Stream {
     fn attach(&mut self, pipe: PipeEnd, _: &Options) {
-        let id = self.ids.generate();
+        // A connect's peer named with CONNECT_ROUTING_ID keeps that name
+        // (unless it is taken); every other peer gets a generated one.
+        let named = &pipe.peer.identity;
+        let id = if named.is_empty() || self.ids.pipe(named).is_some() {
+            self.ids.generate()
+        } else {
+            named.clone()
+        };
         self.ids.insert(id, pipe.id);
         self.pipes.push(pipe);
     }
@@ -99,7 +107,7 @@ impl Pattern for Stream {
         Ok(())
     }
 
-    fn recv(&mut self, _: &Options) -> Result<Received> {
+    fn recv(&mut self, opts: &Options) -> Result<Received> {
         while let Some((i, item)) = self.pipes.fair_recv() {
             let from = self.pipes.list[i].id;
             let meta = self.pipes.list[i].peer.metadata.clone();
@@ -107,10 +115,17 @@ impl Pattern for Stream {
             let Some(id) = self.ids.id(from) else {
                 continue;
             };
+            let data = msg.into_iter().next().unwrap_or_default();
+            if data.is_empty() && !opts.stream_notify {
+                continue; // the connect notice, not wanted
+            }
             let mut out = Multipart::with_capacity(2);
             out.push(Part::from(id.clone()));
-            out.push(msg.into_iter().next().unwrap_or_default());
+            out.push(data);
             return Ok(Received { msg: out, meta });
+        }
+        if !opts.stream_notify {
+            self.gone.clear();
         }
         if let Some(id) = self.gone.pop_front() {
             return Ok(Received {

@@ -1,10 +1,12 @@
 //! libzmq's options that the zmq crate has no setter for, kept for C
 //! programs (`fabriq-capi`) and libzmq's own tests: accept filters
 //! (`ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_UID`/`GID`/`PID`) and
-//! `ZMQ_USE_FD`.
+//! `ZMQ_USE_FD`, `ZMQ_CONNECT_ROUTING_ID`, `ZMQ_STREAM_NOTIFY`.
 
 use super::Socket;
-use crate::error::Result;
+use bytes::Bytes;
+
+use crate::error::{err, Error, Result};
 use crate::options::in_range;
 use crate::transport::filter::AddressMask;
 
@@ -82,6 +84,53 @@ impl Socket {
     /// listening stream socket of the endpoint's address family.
     pub fn set_use_fd(&self, fd: i32) -> Result<()> {
         self.core().opts.use_fd = in_range("use_fd", fd, -1, i32::MAX)?;
+        Ok(())
+    }
+
+    /// Names the peer of the next [`Socket::connect`]
+    /// (`ZMQ_CONNECT_ROUTING_ID`, 1 to 255 bytes; empty: none): a ROUTER
+    /// or STREAM routes to it by this id from the moment `connect`
+    /// returns, whatever identity the peer announces. Each connect takes
+    /// the name (the next one needs a new call), as in libzmq.
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let server = ctx.socket(fabriq::ROUTER).unwrap();
+    /// server.bind("inproc://connect-rid-doc").unwrap();
+    /// let client = ctx.socket(fabriq::ROUTER).unwrap();
+    /// client.set_connect_routing_id(b"server").unwrap();
+    /// client.connect("inproc://connect-rid-doc").unwrap();
+    /// client.send_multipart(["server", "hello"], 0).unwrap();
+    /// server.set_rcvtimeo(5000).unwrap();
+    /// assert_eq!(server.recv_multipart(0).unwrap()[1], b"hello");
+    /// ```
+    pub fn set_connect_routing_id(&self, id: &[u8]) -> Result<()> {
+        if id.len() > 255 {
+            return err(
+                Error::EINVAL,
+                "connect_routing_id must be at most 255 bytes",
+            );
+        }
+        self.core().opts.connect_routing_id = Bytes::copy_from_slice(id);
+        Ok(())
+    }
+
+    /// Whether a STREAM delivers an empty message when a peer connects
+    /// or goes away (`ZMQ_STREAM_NOTIFY`, on by default).
+    pub fn is_stream_notify(&self) -> Result<bool> {
+        Ok(self.core().opts.stream_notify)
+    }
+
+    /// Turns a STREAM's connect and disconnect notices on or off
+    /// (`ZMQ_STREAM_NOTIFY`; `EINVAL` on other socket types, as libzmq).
+    pub fn set_stream_notify(&self, value: bool) -> Result<()> {
+        if self.shared.socket_type != fabriq_zmtp::SocketType::Stream {
+            return err(
+                Error::EINVAL,
+                "stream_notify is an option of STREAM sockets",
+            );
+        }
+        self.core().opts.stream_notify = value;
         Ok(())
     }
 }

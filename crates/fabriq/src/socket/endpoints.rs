@@ -94,12 +94,15 @@ impl Socket {
         let core = &mut *core;
         let attachment = match &parsed {
             Endpoint::Inproc(name) => {
-                let pipe = crate::inproc::connect(
+                let mut pipe = crate::inproc::connect(
                     &self.ctx.inner.inproc,
                     &self.shared,
                     &inproc_options(&core.opts),
                     name,
                 );
+                if !core.opts.connect_routing_id.is_empty() {
+                    pipe.peer.identity = core.opts.connect_routing_id.clone();
+                }
                 let id = pipe.id;
                 let Core { pattern, opts, .. } = core;
                 pattern.attach(pipe, opts);
@@ -120,6 +123,8 @@ impl Socket {
             }
         };
         core.last_endpoint = endpoint.to_string();
+        // CONNECT_ROUTING_ID names one connect's peer, as in libzmq.
+        core.opts.connect_routing_id = Default::default();
         core.endpoints
             .list
             .push((endpoint.to_string(), endpoint.to_string(), attachment));
