@@ -209,8 +209,7 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             let text = std::str::from_utf8(v.0).map_err(|_| libc::EINVAL)?;
             ok(s.set_xpub_welcome_msg(Some(text).filter(|t| !t.is_empty())))
         }
-        // INVERT_MATCHING: only its default (off) is available.
-        74 if v.int()? == 0 => Ok(()),
+        74 => ok(s.set_invert_matching(v.flag()?)),
         73 => ok(s.set_stream_notify(v.flag()?)),
         61 if v.0.len() > 255 => Err(libc::EINVAL),
         61 => ok(s.set_connect_routing_id(v.0)),
@@ -322,7 +321,7 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         66 => int(s.get_handshake_ivl()),
         68 => text(s.get_socks_proxy()),
         73 => flag(s.is_stream_notify()),
-        74 => Ok(Out::Int(0)),
+        74 => flag(s.is_invert_matching()),
         75 => int(s.get_heartbeat_ivl()),
         // libzmq keeps the TTL in deciseconds.
         76 => int(s.get_heartbeat_ttl().map(|t| t / 100 * 100)),

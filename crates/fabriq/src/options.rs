@@ -52,6 +52,9 @@ pub(crate) struct Options {
     /// `ZMQ_STREAM_NOTIFY`: a STREAM delivers an empty message when a
     /// peer connects or goes away.
     pub stream_notify: bool,
+    /// `ZMQ_INVERT_MATCHING`: PUB/XPUB send to the peers whose
+    /// subscriptions do not match, SUB keeps what does not match.
+    pub invert_matching: bool,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -145,6 +148,7 @@ impl Default for Options {
             use_fd: -1,
             connect_routing_id: Bytes::new(),
             stream_notify: true,
+            invert_matching: false,
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

@@ -437,3 +437,59 @@ fn stream_notify_off_delivers_data_only() {
         Err(zmq::Error::EINVAL)
     );
 }
+
+#[test]
+fn invert_matching_sends_to_the_peers_that_do_not_match() {
+    let ctx = zmq::Context::new();
+    let ep = inproc("invert");
+    let publisher = socket(&ctx, zmq::PUB);
+    publisher.bind(&ep).unwrap();
+    let subs: Vec<_> = ["prefix1", "p2"]
+        .iter()
+        .map(|topic| {
+            let s = socket(&ctx, zmq::SUB);
+            s.connect(&ep).unwrap();
+            s.set_subscribe(topic.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    let quiet = |s: &zmq::Socket| {
+        s.set_rcvtimeo(QUIET_MS).unwrap();
+        assert_eq!(s.recv_bytes(0), Err(zmq::Error::EAGAIN));
+        s.set_rcvtimeo(TIMEOUT_MS).unwrap();
+    };
+    publisher.send("prefix1", 0).unwrap();
+    assert_eq!(subs[0].recv_bytes(0).unwrap(), b"prefix1");
+    quiet(&subs[1]);
+    assert!(!publisher.is_invert_matching().unwrap());
+    publisher.set_invert_matching(true).unwrap();
+    for s in &subs {
+        s.set_invert_matching(true).unwrap();
+    }
+    publisher.send("prefix1", 0).unwrap();
+    assert_eq!(subs[1].recv_bytes(0).unwrap(), b"prefix1");
+    quiet(&subs[0]);
+    publisher.send("p2", 0).unwrap();
+    assert_eq!(subs[0].recv_bytes(0).unwrap(), b"p2");
+    quiet(&subs[1]);
+}
+
+#[test]
+fn an_xsub_passes_everything_it_is_sent() {
+    // libzmq's XSUB does not filter (its publishers do): a PUSH-like
+    // sender reaching an XSUB through an XPUB proxy's manual mode, or a
+    // publisher told to send everything, is received whole.
+    let ctx = zmq::Context::new();
+    let ep = inproc("xsub");
+    let xpub = socket(&ctx, zmq::XPUB);
+    xpub.set_xpub_manual(true).unwrap();
+    xpub.bind(&ep).unwrap();
+    let xsub = socket(&ctx, zmq::XSUB);
+    xsub.connect(&ep).unwrap();
+    xsub.send(&b"\x01weather"[..], 0).unwrap();
+    assert_eq!(xpub.recv_bytes(0).unwrap(), b"\x01weather");
+    // The XPUB applies a wider topic than the XSUB asked for.
+    xpub.set_subscribe(b"").unwrap();
+    xpub.send("news: not asked for", 0).unwrap();
+    assert_eq!(xsub.recv_bytes(0).unwrap(), b"news: not asked for");
+}

@@ -1,7 +1,8 @@
 //! libzmq's options that the zmq crate has no setter for, kept for C
 //! programs (`fabriq-capi`) and libzmq's own tests: accept filters
 //! (`ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_UID`/`GID`/`PID`) and
-//! `ZMQ_USE_FD`, `ZMQ_CONNECT_ROUTING_ID`, `ZMQ_STREAM_NOTIFY`.
+//! `ZMQ_USE_FD`, `ZMQ_CONNECT_ROUTING_ID`, `ZMQ_STREAM_NOTIFY`,
+//! `ZMQ_INVERT_MATCHING`.
 
 use super::Socket;
 use bytes::Bytes;
@@ -131,6 +132,36 @@ impl Socket {
             );
         }
         self.core().opts.stream_notify = value;
+        Ok(())
+    }
+
+    /// Whether matching is inverted (`ZMQ_INVERT_MATCHING`, off by
+    /// default).
+    pub fn is_invert_matching(&self) -> Result<bool> {
+        Ok(self.core().opts.invert_matching)
+    }
+
+    /// Inverts subscription matching (`ZMQ_INVERT_MATCHING`): a PUB or
+    /// XPUB sends each message to the peers none of whose subscriptions
+    /// match it, and a SUB keeps the messages that match none of its own
+    /// (set it on both sides).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let publisher = ctx.socket(fabriq::PUB).unwrap();
+    /// publisher.set_invert_matching(true).unwrap();
+    /// publisher.bind("inproc://invert-doc").unwrap();
+    /// let sub = ctx.socket(fabriq::SUB).unwrap();
+    /// sub.set_invert_matching(true).unwrap();
+    /// sub.connect("inproc://invert-doc").unwrap();
+    /// sub.set_subscribe(b"noise").unwrap();
+    /// sub.set_rcvtimeo(5000).unwrap();
+    /// publisher.send("noise: dropped", 0).unwrap();
+    /// publisher.send("signal", 0).unwrap();
+    /// assert_eq!(sub.recv_bytes(0).unwrap(), b"signal");
+    /// ```
+    pub fn set_invert_matching(&self, value: bool) -> Result<()> {
+        self.core().opts.invert_matching = value;
         Ok(())
     }
 }
