@@ -68,6 +68,12 @@ pub(crate) trait Pattern: Send {
         None
     }
 
+    /// The routing id generated for the newest peer (STREAM), which
+    /// libzmq's STREAM also stores as the socket's own `ZMQ_ROUTING_ID`.
+    fn last_generated_id(&self) -> Option<bytes::Bytes> {
+        None
+    }
+
     /// Closes every pipe (the socket is closing).
     fn close_all(&mut self);
 }

@@ -27,6 +27,8 @@ pub(crate) struct Stream {
     target: Option<PipeId>,
     /// Disconnection notices, `[id, ""]`, for peers that went away.
     gone: VecDeque<Bytes>,
+    /// The id generated for the newest peer.
+    last_generated: Option<Bytes>,
 }
 
 impl Stream {
@@ -36,6 +38,7 @@ impl Stream {
             ids: RoutingIds::new(),
             target: None,
             gone: VecDeque::new(),
+            last_generated: None,
         }
     }
 
@@ -50,7 +53,9 @@ impl Pattern for Stream {
         // (unless it is taken); every other peer gets a generated one.
         let named = &pipe.peer.identity;
         let id = if named.is_empty() || self.ids.pipe(named).is_some() {
-            self.ids.generate()
+            let id = self.ids.generate();
+            self.last_generated = Some(id.clone());
+            id
         } else {
             named.clone()
         };
@@ -138,6 +143,10 @@ impl Pattern for Stream {
 
     fn can_send(&mut self, _: &Options) -> bool {
         true
+    }
+
+    fn last_generated_id(&self) -> Option<Bytes> {
+        self.last_generated.clone()
     }
 
     fn close_all(&mut self) {

@@ -34,9 +34,18 @@ impl Socket {
         Ok(Ok(self.core().last_endpoint.clone()))
     }
 
-    /// The routing id (`ZMQ_ROUTING_ID`, also known as identity).
+    /// The routing id (`ZMQ_ROUTING_ID`, also known as identity). On a
+    /// STREAM, as in libzmq, the id generated for its newest peer once it
+    /// has one (libzmq's test_stream sends to it).
     pub fn get_identity(&self) -> Result<Vec<u8>> {
-        Ok(self.core().opts.identity.to_vec())
+        let mut core = self.core();
+        if self.shared.socket_type == ZmtpType::Stream {
+            self.process_commands(&mut core);
+            if let Some(id) = core.pattern.last_generated_id() {
+                return Ok(id.to_vec());
+            }
+        }
+        Ok(core.opts.identity.to_vec())
     }
 
     /// Sets the routing id: 1 to 255 bytes, not starting with a zero byte.
