@@ -493,3 +493,70 @@ fn an_xsub_passes_everything_it_is_sent() {
     xpub.send("news: not asked for", 0).unwrap();
     assert_eq!(xsub.recv_bytes(0).unwrap(), b"news: not asked for");
 }
+
+#[test]
+fn a_stream_message_ends_with_its_data_frame_and_its_routing_id_option_names_the_newest_peer() {
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::STREAM);
+    let ep = bind(&server, "tcp://127.0.0.1:*");
+    let client = socket(&ctx, zmq::STREAM);
+    client.connect(&ep).unwrap();
+    // Connect notices on both sides.
+    let notice = server.recv_multipart(0).unwrap();
+    assert_eq!(notice[1], b"");
+    let notice = client.recv_multipart(0).unwrap();
+    assert_eq!(notice[1], b"");
+    // As libzmq's stream_t stores it: the client's ROUTING_ID option is
+    // the id it generated for the server.
+    let id = client.get_identity().unwrap();
+    assert_eq!(id, notice[0]);
+    // SNDMORE on the data frame does not hold the message back.
+    client.send(&id[..], zmq::SNDMORE).unwrap();
+    client.send("GET /", zmq::SNDMORE).unwrap();
+    let got = server.recv_multipart(0).unwrap();
+    assert_eq!(got[1], b"GET /");
+}
+
+#[test]
+fn a_proxy_whose_backend_cannot_send_still_obeys_its_control_socket() {
+    let ctx = zmq::Context::new();
+    let control_ep = inproc("proxy-control");
+    let control = socket(&ctx, zmq::PAIR);
+    control.bind(&control_ep).unwrap();
+    let front_ep = inproc("proxy-front");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let c = ctx.clone();
+    let proxy = std::thread::spawn(move || {
+        let front = c.socket(zmq::PULL).unwrap();
+        front.bind(&front_ep).unwrap();
+        // A PUSH with no peer: it can never take a message.
+        let back = c.socket(zmq::PUSH).unwrap();
+        back.bind("tcp://127.0.0.1:*").unwrap();
+        let steer = c.socket(zmq::PAIR).unwrap();
+        steer.connect(&control_ep).unwrap();
+        ready_tx.send(front_ep).unwrap();
+        let r = zmq::proxy_steerable(&front, &back, &steer);
+        for s in [front, back, steer] {
+            s.set_linger(0).unwrap();
+        }
+        r
+    });
+    let front_ep = ready_rx
+        .recv_timeout(std::time::Duration::from_millis(TIMEOUT_MS as u64))
+        .unwrap();
+    let producer = socket(&ctx, zmq::PUSH);
+    producer.connect(&front_ep).unwrap();
+    for _ in 0..3 {
+        producer.send("This is a test", 0).unwrap();
+    }
+    control.send("TERMINATE", 0).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(TIMEOUT_MS as u64);
+    while !proxy.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the proxy did not terminate"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(proxy.join().unwrap(), Ok(()));
+}
