@@ -204,6 +204,7 @@ pub(crate) fn connect(
             identity: binder_identity,
             metadata: None,
             all_groups: false,
+            late: None,
         },
     };
     let theirs = PipeEnd {
@@ -216,6 +217,7 @@ pub(crate) fn connect(
             identity: opts.identity.clone(),
             metadata: None,
             all_groups: false,
+            late: None,
         },
     };
     // Forget pipes both sockets have dropped, then remember this one.
@@ -265,6 +267,7 @@ pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option
         identity: Default::default(),
         metadata: None,
         all_groups: false,
+        late: None,
     };
     socket.attach(PipeEnd {
         id: next_pipe_id(),

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use crossbeam_utils::CachePadded;
 use fabriq_zmtp::Multipart;
 
-use crate::message::Metadata;
+use crate::message::{LateMeta, Metadata};
 use crate::signal::Signal;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, PlainGuard, PlainMutex};
 
@@ -162,6 +162,8 @@ struct Shared {
 pub(crate) struct ReaderSide {
     cache: VecDeque<Item>,
     unreported: usize,
+    /// The [`LateMeta`] generation last taken.
+    late_seen: u64,
 }
 
 /// One direction of a pipe.
@@ -579,6 +581,10 @@ pub(crate) struct PeerMeta {
     /// The peer takes every group (a RADIO's `udp://` pipe: DISHes on
     /// the far side filter, as libzmq's `subscribe_to_all`).
     pub all_groups: bool,
+    /// A pipe made before its connection's handshake (a connect's): the
+    /// session puts the peer's metadata here once it is known, and the
+    /// socket's end takes it into `metadata` as it reads.
+    pub late: Option<Arc<LateMeta>>,
 }
 
 /// The socket's end of a pipe.
@@ -604,7 +610,13 @@ impl PipeEnd {
     /// cache, so the two are never mixed on one queue.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Item> {
-        self.rx.pop_from(&mut self.reader)
+        let item = self.rx.pop_from(&mut self.reader);
+        if let Some(late) = &self.peer.late {
+            if let Some(meta) = late.changed(&mut self.reader.late_seen) {
+                self.peer.metadata = meta;
+            }
+        }
+        item
     }
 
     /// Whether one more message to the peer fits under the high-water
@@ -726,6 +738,7 @@ mod tests {
                 identity: Bytes::new(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             },
             peer_io: None,
             reader: ReaderSide::default(),

@@ -560,3 +560,58 @@ fn a_proxy_whose_backend_cannot_send_still_obeys_its_control_socket() {
     }
     assert_eq!(proxy.join().unwrap(), Ok(()));
 }
+
+#[test]
+fn a_rep_with_a_request_waiting_is_readable_not_writable() {
+    let ctx = zmq::Context::new();
+    let rep = socket(&ctx, zmq::REP);
+    let ep = bind(&rep, "tcp://127.0.0.1:*");
+    let req = socket(&ctx, zmq::REQ);
+    req.connect(&ep).unwrap();
+    req.send("question", 0).unwrap();
+    assert_eq!(rep.poll(zmq::POLLIN, i64::from(TIMEOUT_MS)).unwrap(), 1);
+    // Asked twice: the prefetched request must not make it writable.
+    for _ in 0..2 {
+        assert_eq!(rep.get_events().unwrap(), zmq::POLLIN);
+    }
+    assert_eq!(rep.recv_bytes(0).unwrap(), b"question");
+    assert_eq!(rep.get_events().unwrap(), zmq::POLLOUT);
+    rep.send("answer", 0).unwrap();
+    assert_eq!(req.poll(zmq::POLLIN, i64::from(TIMEOUT_MS)).unwrap(), 1);
+    assert_eq!(req.get_events().unwrap(), zmq::POLLIN);
+    assert_eq!(req.recv_bytes(0).unwrap(), b"answer");
+    assert_eq!(req.get_events().unwrap(), zmq::POLLOUT);
+}
+
+#[test]
+fn messages_received_over_a_connection_this_socket_made_carry_its_metadata() {
+    let ctx = zmq::Context::new();
+    for endpoint in ["tcp://127.0.0.1:*".to_string(), ipc("meta")] {
+        let router = socket(&ctx, zmq::ROUTER);
+        router.set_metadata("X-Side", b"bound").unwrap();
+        let ep = bind(&router, &endpoint);
+        let dealer = socket(&ctx, zmq::DEALER);
+        dealer.set_identity(b"d").unwrap();
+        dealer.connect(&ep).unwrap();
+        dealer.send("hello", 0).unwrap();
+        let mut id = router.recv_msg(0).unwrap();
+        assert_eq!(id.gets("Socket-Type"), Some("DEALER"));
+        assert!(id.source_fd().is_some_and(|fd| fd >= 0));
+        assert_eq!(router.recv_bytes(0).unwrap(), b"hello");
+        router.send_multipart(["d", "back"], 0).unwrap();
+        // The dealer's pipe was made before its handshake.
+        let mut back = dealer.recv_msg(0).unwrap();
+        assert_eq!(&back[..], b"back");
+        assert_eq!(back.gets("Socket-Type"), Some("ROUTER"));
+        assert_eq!(back.gets("X-Side"), Some("bound"));
+        assert!(back.source_fd().is_some_and(|fd| fd >= 0));
+    }
+    // inproc has no connection: no descriptor.
+    let ep = inproc("meta");
+    let a = socket(&ctx, zmq::PAIR);
+    a.bind(&ep).unwrap();
+    let b = socket(&ctx, zmq::PAIR);
+    b.connect(&ep).unwrap();
+    b.send("x", 0).unwrap();
+    assert_eq!(a.recv_msg(0).unwrap().source_fd(), None);
+}

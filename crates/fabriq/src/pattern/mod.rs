@@ -461,6 +461,7 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
                 identity: bytes::Bytes::new(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             },
             peer_io: None,
             reader: Default::default(),

@@ -140,6 +140,7 @@ impl Reactor {
                 identity: opts.connect_routing_id.clone(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             });
             let (a, b) = make_pipe(&link, socket, opts, peer);
             (Some(a), Some(b))
@@ -181,6 +182,7 @@ impl Reactor {
             identity: Default::default(),
             metadata: None,
             all_groups: true,
+            late: None,
         };
         let (socket_end, session_end) = make_pipe(&link, socket, opts, Some(peer));
         let base = session::Base {

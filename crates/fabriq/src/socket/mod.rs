@@ -301,6 +301,16 @@ impl Socket {
             self.shared.signal.clear();
         }
         self.process_commands(core);
+        // Writability first: prefetching a REP's request (or a REQ's
+        // reply) moves the pattern to its next state, which the
+        // application has not reached until it receives that message
+        // (libzmq's REP reports POLLIN only, then, not POLLOUT).
+        let lockstep = matches!(self.shared.socket_type, ZmtpType::Req | ZmtpType::Rep);
+        let writable = core.sending
+            || (!(lockstep && core.prefetched.is_some()) && {
+                let Core { pattern, opts, .. } = core;
+                pattern.can_send(opts)
+            });
         let readable = !core.inbox.is_empty() || core.prefetched.is_some() || {
             let Core { pattern, opts, .. } = core;
             match pattern.recv(opts) {
@@ -310,10 +320,6 @@ impl Socket {
                 }
                 Err(_) => false,
             }
-        };
-        let writable = core.sending || {
-            let Core { pattern, opts, .. } = core;
-            pattern.can_send(opts)
         };
         Ok((readable, writable))
     }
