@@ -12,10 +12,10 @@ use bytes::Bytes;
 use fabriq_zmtp::{CurveKeyPair, CurvePublicKey, CurveSecretKey, MechanismConfig, Properties};
 use zeroize::Zeroizing;
 
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, Error, Result};
 use crate::inproc::WeakRegistry;
 use crate::mechanism::Mechanism;
-use crate::transport::filter::AcceptFilters;
 
 /// Bytes asked for per read when no large frame is arriving: enough to
 /// batch many small messages per system call, small enough that preparing

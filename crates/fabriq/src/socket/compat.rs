@@ -7,9 +7,9 @@
 use super::Socket;
 use bytes::Bytes;
 
+use crate::accept_filter::AddressMask;
 use crate::error::{err, Error, Result};
 use crate::options::in_range;
-use crate::transport::filter::AddressMask;
 
 impl Socket {
     /// Adds a tcp accept filter, `ADDRESS[/BITS]` (`ZMQ_TCP_ACCEPT_FILTER`):

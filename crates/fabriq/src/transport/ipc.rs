@@ -14,8 +14,8 @@ use bytes::BytesMut;
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
-use super::filter::AcceptFilters;
 use super::{Address, Listener, Poller, Role, Stream, Transport};
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 

@@ -20,7 +20,6 @@
 //! thread moves its datagrams with an engine like the others
 //! ([`DataPath::Datagram`]).
 
-pub(crate) mod filter;
 pub(crate) mod ipc;
 #[cfg(test)]
 pub(crate) mod mem;

@@ -12,8 +12,8 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
-use super::filter::AcceptFilters;
 use super::{Address, Listener, Poller, Role, Stream, Transport};
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
