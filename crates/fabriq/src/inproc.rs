@@ -84,16 +84,6 @@ fn registry(reg: &Registry) -> MutexGuard<'_, Names> {
     reg.0.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Queue bound for one direction: the sender's SNDHWM plus the receiver's
-/// RCVHWM (as libzmq sizes inproc pipes); 0 if either is unlimited.
-fn combined_hwm(s: usize, r: usize) -> usize {
-    if s == 0 || r == 0 {
-        0
-    } else {
-        s + r
-    }
-}
-
 pub(crate) fn bind(
     reg: &Registry,
     socket: &Arc<Mailbox>,
@@ -139,10 +129,10 @@ fn complete(p: Pending, binder: &Binder) {
             }
             p.end
                 .tx
-                .set_hwm(combined_hwm(opts.sndhwm, p.connector_opts.rcvhwm));
+                .set_hwm_parts(Some(opts.sndhwm), Some(p.connector_opts.rcvhwm));
             p.end
                 .rx
-                .set_hwm(combined_hwm(p.connector_opts.sndhwm, opts.rcvhwm));
+                .set_hwm_parts(Some(p.connector_opts.sndhwm), Some(opts.rcvhwm));
             if opts.probe_router {
                 p.end.tx.push_probe();
             }
@@ -179,13 +169,16 @@ pub(crate) fn connect(
         }
         None => (Default::default(), None),
     };
-    let (b_snd, b_rcv) = binder_opts
-        .as_ref()
-        .map_or((opts.rcvhwm, opts.sndhwm), |o| (o.sndhwm, o.rcvhwm));
     let us = Waker::Socket(socket.signal.clone());
     let them = Waker::Deferred(binder_signal.clone());
-    let to_binder = Queue::new(combined_hwm(opts.sndhwm, b_rcv), them.clone(), us.clone());
-    let to_us = Queue::new(combined_hwm(b_snd, opts.rcvhwm), us, them);
+    let to_binder = Queue::new(0, them.clone(), us.clone());
+    let to_us = Queue::new(0, us, them);
+    // With the binder there, each direction holds both sides' HWMs; before
+    // it binds, the connector's own (libzmq adds the binder's when it
+    // binds, `complete` here).
+    let (b_snd, b_rcv) = binder_opts.as_ref().map(|o| (o.sndhwm, o.rcvhwm)).unzip();
+    to_binder.set_hwm_parts(Some(opts.sndhwm), b_rcv);
+    to_us.set_hwm_parts(b_snd, Some(opts.rcvhwm));
     // Conflation is a property of the connecting socket's queues here;
     // a conflating binder sets it on its side when it takes the pipe.
     to_us.set_conflate(opts.conflate);

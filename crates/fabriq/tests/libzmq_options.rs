@@ -615,3 +615,59 @@ fn messages_received_over_a_connection_this_socket_made_carry_its_metadata() {
     b.send("x", 0).unwrap();
     assert_eq!(a.recv_msg(0).unwrap().source_fd(), None);
 }
+
+/// How many empty messages `s` takes without blocking (at most 10000).
+fn sends_until_full(s: &zmq::Socket) -> usize {
+    (0..10_000)
+        .take_while(|_| s.send("", zmq::DONTWAIT).is_ok())
+        .count()
+}
+
+#[test]
+fn hwm_changes_apply_to_existing_pipes() {
+    let ctx = zmq::Context::new();
+    // libzmq's test_sockopt_hwm: an inproc pipe holds the sender's SNDHWM
+    // plus the receiver's RCVHWM, and a later SNDHWM applies to it.
+    let ep = inproc("hwm-change");
+    let push = socket(&ctx, zmq::PUSH);
+    let pull = socket(&ctx, zmq::PULL);
+    pull.set_rcvhwm(1).unwrap();
+    push.set_sndhwm(1).unwrap();
+    pull.connect(&ep).unwrap();
+    push.bind(&ep).unwrap();
+    push.set_sndhwm(5).unwrap();
+    assert_eq!(push.get_sndhwm().unwrap(), 5);
+    assert_eq!(sends_until_full(&push), 6);
+    // Lowered while full: what is queued stays, no more is taken until
+    // the queue is under the new mark.
+    let ep = inproc("hwm-lower");
+    let push = socket(&ctx, zmq::PUSH);
+    let pull = socket(&ctx, zmq::PULL);
+    pull.set_rcvhwm(1).unwrap();
+    push.set_sndhwm(100).unwrap();
+    pull.connect(&ep).unwrap();
+    push.bind(&ep).unwrap();
+    assert_eq!(sends_until_full(&push), 101);
+    push.set_sndhwm(70).unwrap();
+    assert_eq!(sends_until_full(&push), 0);
+    for _ in 0..101 {
+        pull.recv_bytes(0).unwrap();
+    }
+    assert_eq!(sends_until_full(&push), 71);
+}
+
+#[test]
+fn an_inproc_connect_before_the_bind_queues_its_own_hwm() {
+    // libzmq's test_hwm, connect and close first: SNDHWM 1 before the
+    // binder exists lets one message wait, not two.
+    let ctx = zmq::Context::new();
+    let ep = inproc("hwm-prebind");
+    let push = socket(&ctx, zmq::PUSH);
+    push.set_sndhwm(1).unwrap();
+    push.connect(&ep).unwrap();
+    assert_eq!(sends_until_full(&push), 1);
+    let pull = socket(&ctx, zmq::PULL);
+    pull.set_rcvhwm(0).unwrap();
+    pull.bind(&ep).unwrap();
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"");
+}

@@ -104,8 +104,7 @@ impl Socket {
                     pipe.peer.identity = core.opts.connect_routing_id.clone();
                 }
                 let id = pipe.id;
-                let Core { pattern, opts, .. } = core;
-                pattern.attach(pipe, opts);
+                core.attach_pipe(pipe);
                 Attachment::InprocConnect { pipe: id }
             }
             Endpoint::Udp(address) => {
@@ -116,8 +115,7 @@ impl Socket {
                 let (io, reactor) = self.ctx.reactor()?;
                 let (token, pipe) = reactor.connect(address, endpoint, &self.shared, &core.opts)?;
                 if let Some(pipe) = pipe {
-                    let Core { pattern, opts, .. } = core;
-                    pattern.attach(pipe, opts);
+                    core.attach_pipe(pipe);
                 }
                 Attachment::Session { io, token }
             }
@@ -257,8 +255,7 @@ impl Socket {
         }
         let (io, reactor) = self.ctx.reactor()?;
         let (token, pipe) = reactor.udp(socket, &text, &self.shared, &core.opts, framing, dirs);
-        let Core { pattern, opts, .. } = core;
-        pattern.attach(pipe, opts);
+        core.attach_pipe(pipe);
         Ok((text, token, io))
     }
 

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use fabriq_zmtp::{Multipart, Part, SocketType as ZmtpType};
@@ -20,6 +20,7 @@ use crate::mailbox::Mailbox;
 use crate::message::{Message, Metadata};
 use crate::options::Options;
 use crate::pattern::{self, Pattern, Received};
+use crate::pipe::{PipeEnd, Queue};
 use crate::signal::Signal;
 use crate::socket_type::SocketType;
 
@@ -74,9 +75,42 @@ pub(crate) struct Core {
     /// a look does not clear it; the thread whose turn it is to sleep on
     /// it does (see `turns.rs`).
     pub(crate) shared_signal: bool,
+    /// The queues (to the peer, from the peer) of the pipes attached so
+    /// far, for HWM changes (weak: a pipe that is gone is skipped).
+    hwm_pipes: Vec<(Weak<Queue>, Weak<Queue>)>,
 }
 
 impl Core {
+    /// Hands a pipe to the pattern, remembering its queues so that a later
+    /// SNDHWM or RCVHWM applies to it too (libzmq's `update_pipe_options`).
+    pub(crate) fn attach_pipe(&mut self, pipe: PipeEnd) {
+        let n = self.hwm_pipes.len();
+        if n >= 64 && n.is_power_of_two() {
+            self.hwm_pipes.retain(|(tx, _)| tx.strong_count() > 0);
+        }
+        self.hwm_pipes
+            .push((Arc::downgrade(&pipe.tx), Arc::downgrade(&pipe.rx)));
+        let Core { pattern, opts, .. } = self;
+        pattern.attach(pipe, opts);
+    }
+
+    /// Applies a new SNDHWM (`send`) or RCVHWM to the pipes attached.
+    pub(crate) fn update_hwms(&self, send: bool) {
+        let (snd, rcv) = (
+            Options::hwm(self.opts.sndhwm),
+            Options::hwm(self.opts.rcvhwm),
+        );
+        for (tx, rx) in &self.hwm_pipes {
+            if send {
+                if let Some(q) = tx.upgrade() {
+                    q.set_hwm_parts(Some(snd), None);
+                }
+            } else if let Some(q) = rx.upgrade() {
+                q.set_hwm_parts(None, Some(rcv));
+            }
+        }
+    }
+
     /// The routing id PEER gave its newest pipe, for `connect_peer`.
     pub(crate) fn last_routing_id(&self) -> Option<u32> {
         self.pattern.last_routing_id()
@@ -169,6 +203,7 @@ impl Socket {
                 last_endpoint: String::new(),
                 endpoints: Endpoints { list: Vec::new() },
                 shared_signal: false,
+                hwm_pipes: Vec::new(),
             }),
         })
     }
@@ -193,8 +228,7 @@ impl Socket {
     #[cold]
     fn attach_and_prune(&self, core: &mut Core) {
         for pipe in self.shared.take_pipes() {
-            let Core { pattern, opts, .. } = core;
-            pattern.attach(pipe, opts);
+            core.attach_pipe(pipe);
         }
         let Core { pattern, opts, .. } = core;
         pattern.prune(opts);
