@@ -671,3 +671,30 @@ fn an_inproc_connect_before_the_bind_queues_its_own_hwm() {
     pull.bind(&ep).unwrap();
     assert_eq!(pull.recv_bytes(0).unwrap(), b"");
 }
+
+#[test]
+fn disconnect_drops_what_the_connection_brought_and_was_not_read() {
+    // libzmq's test_spec_pushpull (atomic drop): after a disconnect and a
+    // reconnect, nothing sent over the old connection is received.
+    let ctx = zmq::Context::new();
+    let push = socket(&ctx, zmq::PUSH);
+    let ep = bind(&push, "tcp://127.0.0.1:*");
+    let pull = socket(&ctx, zmq::PULL);
+    pull.connect(&ep).unwrap();
+    for m in ["a", "b", "c"] {
+        push.send(m, 0).unwrap();
+    }
+    assert_eq!(pull.recv_bytes(0).unwrap(), b"a");
+    pull.disconnect(&ep).unwrap();
+    pull.connect(&ep).unwrap();
+    pull.set_rcvtimeo(50).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(TIMEOUT_MS as u64);
+    let first = loop {
+        assert!(std::time::Instant::now() < deadline, "nothing arrived");
+        push.send("new", zmq::DONTWAIT).ok();
+        if let Ok(m) = pull.recv_bytes(0) {
+            break m;
+        }
+    };
+    assert_eq!(first, b"new");
+}

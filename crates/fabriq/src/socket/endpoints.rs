@@ -109,15 +109,20 @@ impl Socket {
             }
             Endpoint::Udp(address) => {
                 let (_, token, io) = self.open_udp(core, address, Role::Connect)?;
-                Attachment::Session { io, token }
+                Attachment::Session {
+                    io,
+                    token,
+                    rx: None,
+                }
             }
             Endpoint::Io(address) => {
                 let (io, reactor) = self.ctx.reactor()?;
                 let (token, pipe) = reactor.connect(address, endpoint, &self.shared, &core.opts)?;
+                let rx = pipe.as_ref().map(|p| Arc::downgrade(&p.rx));
                 if let Some(pipe) = pipe {
                     core.attach_pipe(pipe);
                 }
-                Attachment::Session { io, token }
+                Attachment::Session { io, token, rx }
             }
         };
         core.last_endpoint = endpoint.to_string();
@@ -141,7 +146,15 @@ impl Socket {
         })
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not connected")))?;
         match attachment {
-            Attachment::Session { io, token } => self.ctx.reactor_at(io)?.disconnect(token),
+            Attachment::Session { io, token, rx } => {
+                // What the peer sent and the application did not read goes
+                // with the connection, as libzmq's pipe termination drops it.
+                if let Some(q) = rx.and_then(|rx| rx.upgrade()) {
+                    q.close_reader();
+                    q.close_writer();
+                }
+                self.ctx.reactor_at(io)?.disconnect(token)
+            }
             Attachment::InprocConnect { pipe } => {
                 crate::inproc::disconnect(&self.ctx.inner.inproc, pipe)
             }

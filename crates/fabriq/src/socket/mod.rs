@@ -39,8 +39,13 @@ static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 enum Attachment {
     /// A tcp/ipc listener in I/O thread `io`.
     Listener { io: usize, token: usize },
-    /// An outgoing tcp/ipc connection in I/O thread `io`.
-    Session { io: usize, token: usize },
+    /// An outgoing tcp/ipc connection in I/O thread `io`; `rx`, the queue
+    /// from the peer when the pipe was made at connect time.
+    Session {
+        io: usize,
+        token: usize,
+        rx: Option<Weak<Queue>>,
+    },
     /// A name in the inproc registry.
     InprocBind { name: String },
     /// An inproc pipe.
