@@ -156,7 +156,7 @@ fn shuttle(
                 return err(Error::EINVAL, "a proxy command must be a single frame");
             }
             if let Some(c) = capture {
-                let _ = c.send(command.clone(), DONTWAIT);
+                c.send(command.clone(), 0)?;
             }
             match &command[..] {
                 b"PAUSE" => paused = true,
@@ -229,8 +229,10 @@ fn forward(from: &Socket, to: &Socket, capture: Option<&Socket>) -> Result<u64> 
         let more = from.get_rcvmore()?;
         let flags = if more { SNDMORE } else { 0 };
         if let Some(c) = capture {
-            // A slow capture socket must not stall the proxy.
-            let _ = c.send(frame.clone(), flags | DONTWAIT);
+            // As libzmq's proxy: a blocking send, so a capture socket that
+            // is still connecting (a PUSH without its peer yet) gets every
+            // message; one that cannot keep up slows the proxy down.
+            c.send(frame.clone(), flags)?;
         }
         to.send(frame, flags)?;
         if !more {

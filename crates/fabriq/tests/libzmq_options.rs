@@ -698,3 +698,40 @@ fn disconnect_drops_what_the_connection_brought_and_was_not_read() {
     };
     assert_eq!(first, b"new");
 }
+
+#[test]
+fn a_proxy_waits_for_its_capture_socket_as_libzmq_does() {
+    // pyzmq's test_proxy_steerable: the capture PUSH binds, its PULL
+    // connects just before the first message; the copy must not be lost.
+    let ctx = zmq::Context::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = ctx.clone();
+    std::thread::spawn(move || {
+        let front = c.socket(zmq::PULL).unwrap();
+        let back = c.socket(zmq::PUSH).unwrap();
+        let capture = c.socket(zmq::PUSH).unwrap();
+        let eps: Vec<String> = [&front, &back, &capture]
+            .iter()
+            .map(|s| bind(s, "tcp://127.0.0.1:*"))
+            .collect();
+        tx.send(eps).unwrap();
+        // Ends with ETERM when the test's context goes.
+        let _ = zmq::proxy_with_capture(&front, &back, &capture);
+    });
+    let eps = rx
+        .recv_timeout(std::time::Duration::from_millis(TIMEOUT_MS as u64))
+        .unwrap();
+    let push = socket(&ctx, zmq::PUSH);
+    push.connect(&eps[0]).unwrap();
+    let pull = socket(&ctx, zmq::PULL);
+    pull.connect(&eps[1]).unwrap();
+    let tap = socket(&ctx, zmq::PULL);
+    tap.connect(&eps[2]).unwrap();
+    for i in 0..5 {
+        push.send(format!("m{i}").as_str(), 0).unwrap();
+    }
+    for i in 0..5 {
+        assert_eq!(pull.recv_bytes(0).unwrap(), format!("m{i}").as_bytes());
+        assert_eq!(tap.recv_bytes(0).unwrap(), format!("m{i}").as_bytes());
+    }
+}
