@@ -735,3 +735,32 @@ fn a_proxy_waits_for_its_capture_socket_as_libzmq_does() {
         assert_eq!(tap.recv_bytes(0).unwrap(), format!("m{i}").as_bytes());
     }
 }
+
+#[test]
+fn a_peer_that_closes_during_the_handshake_is_reported_with_epipe() {
+    use std::io::Write;
+    // libzmq's tcp_read turns the end of stream into EPIPE, and its engine
+    // reports HANDSHAKE_FAILED_NO_DETAIL with it (test_security_zap).
+    const HANDSHAKE_FAILED_NO_DETAIL: u16 = 0x0800;
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::PULL);
+    let mon_ep = inproc("epipe-mon");
+    server
+        .monitor(&mon_ep, i32::from(HANDSHAKE_FAILED_NO_DETAIL))
+        .unwrap();
+    let mon = socket(&ctx, zmq::PAIR);
+    mon.connect(&mon_ep).unwrap();
+    let ep = bind(&server, "tcp://127.0.0.1:*");
+    let mut raw = std::net::TcpStream::connect(ep.strip_prefix("tcp://").unwrap()).unwrap();
+    // Half a ZMTP greeting, then the end of the stream.
+    raw.write_all(&[0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3])
+        .unwrap();
+    drop(raw);
+    let event = mon.recv_multipart(0).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([event[0][0], event[0][1]]),
+        HANDSHAKE_FAILED_NO_DETAIL
+    );
+    let value = u32::from_le_bytes(event[0][2..6].try_into().unwrap());
+    assert_eq!(value, libc::EPIPE as u32);
+}
