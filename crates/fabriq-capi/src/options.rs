@@ -122,6 +122,11 @@ pub unsafe extern "C" fn zmq_setsockopt(
                 .insert(option, x);
             return Ok(0);
         }
+        // SOCKS_PROXY: no value (NULL) clears it, an empty one is EINVAL,
+        // as libzmq's do_setsockopt_string_allow_empty_relaxed.
+        if option == 68 && optvallen == 0 && !optval.is_null() {
+            return Err(libc::EINVAL);
+        }
         if option == ZMQ_BINDTODEVICE {
             let name = v.text()?;
             if name.len() > 15 {

@@ -294,6 +294,9 @@ fn tcp_connect_addresses_are_checked_as_libzmq_does() {
     // Resolution is deferred: an IPv6 literal without the ipv6 option
     // and a source name are accepted by connect.
     s.connect("tcp://[::1]:1234").unwrap();
+    // An IPv6 address without brackets, left of the last colon.
+    s.connect("tcp://::1:1234").unwrap();
+    assert_eq!(s.bind("tcp://::1:0"), Err(zmq::Error::EINVAL));
     s.connect("tcp://localhost:5555;localhost:1235").unwrap();
     for bad in [
         "tcp://in val id:1234",

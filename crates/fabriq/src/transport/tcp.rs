@@ -174,8 +174,11 @@ pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
             format!("tcp endpoint {text:?} has no port; write tcp://HOST:PORT"),
         );
     };
-    // A bare IPv6 address without brackets ("::1") would split wrongly.
-    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+    // A bare IPv6 address without brackets ("::1") would split wrongly
+    // when binding; a connect takes it when what is left of the last
+    // colon is an IPv6 address (`tcp://::1:5555`), as libzmq does.
+    let bare_v6 = role == Role::Connect && host.parse::<Ipv6Addr>().is_ok();
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) && !bare_v6 {
         return err(
             Error::EINVAL,
             format!("tcp endpoint {text:?}: IPv6 addresses must be in brackets, tcp://[::1]:PORT"),
@@ -478,6 +481,8 @@ mod tests {
             ("*:0", Role::Bind),
             ("[::1]:0", Role::Bind),
             ("localhost:5555", Role::Connect),
+            ("::1:5555", Role::Connect),
+            ("127.0.0.1:*;[::1]:5555", Role::Connect),
         ] {
             assert_eq!(parse(text, text, role), Ok(()), "{text}");
         }
@@ -493,8 +498,10 @@ mod tests {
             ("host:99999", Role::Connect),
             ("host:*", Role::Connect),
             ("*:5555", Role::Connect),
-            ("::1:5555", Role::Connect),
+            ("::1:5555", Role::Bind),
+            ("fe80::x:5555", Role::Connect),
             ("a;b:1", Role::Connect),
+            ("127.0.0.1:0;127.0.0.1:1", Role::Bind),
         ] {
             assert_eq!(parse(text, text, role), Err(Error::EINVAL), "{text}");
         }
