@@ -476,7 +476,8 @@ pub unsafe extern "C" fn zmq_msg_more(msg: *const ZmqMsg) -> c_int {
     unsafe { zmq_msg_get(msg, ZMQ_MORE) }
 }
 
-/// A message property: `ZMQ_MORE`, `ZMQ_SRCFD` (-1: not known),
+/// A message property: `ZMQ_MORE`, `ZMQ_SRCFD` (the connection's
+/// descriptor; -1: not known, e.g. inproc),
 /// `ZMQ_SHARED`.
 ///
 /// # Safety
@@ -489,7 +490,7 @@ pub unsafe extern "C" fn zmq_msg_get(msg: *const ZmqMsg, property: c_int) -> c_i
         let m = unsafe { live(msg.cast_mut()) }?;
         match property {
             ZMQ_MORE => Ok((m.flags & MORE != 0) as c_int),
-            ZMQ_SRCFD => Ok(-1),
+            ZMQ_SRCFD => Ok(m.get_mut().and_then(|i| i.msg.source_fd()).unwrap_or(-1)),
             ZMQ_SHARED => Ok((m.flags & SHARED != 0) as c_int),
             _ => Err(libc::EINVAL),
         }

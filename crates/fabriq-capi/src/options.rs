@@ -51,6 +51,14 @@ impl In<'_> {
         Ok(c_int::from_ne_bytes(b))
     }
 
+    /// An int, or nothing (a zero-length value).
+    fn opt_int(&self) -> R<Option<c_int>> {
+        if self.0.is_empty() {
+            return Ok(None);
+        }
+        self.int().map(Some)
+    }
+
     fn flag(&self) -> R<bool> {
         Ok(self.int()? != 0)
     }
@@ -113,6 +121,11 @@ pub unsafe extern "C" fn zmq_setsockopt(
                 .recorded
                 .insert(option, x);
             return Ok(0);
+        }
+        // SOCKS_PROXY: no value (NULL) clears it, an empty one is EINVAL,
+        // as libzmq's do_setsockopt_string_allow_empty_relaxed.
+        if option == 68 && optvallen == 0 && !optval.is_null() {
+            return Err(libc::EINVAL);
         }
         if option == ZMQ_BINDTODEVICE {
             let name = v.text()?;
@@ -201,17 +214,16 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             let text = std::str::from_utf8(v.0).map_err(|_| libc::EINVAL)?;
             ok(s.set_xpub_welcome_msg(Some(text).filter(|t| !t.is_empty())))
         }
-        // INVERT_MATCHING: only its default (off) is available.
-        74 if v.int()? == 0 => Ok(()),
-        // STREAM_NOTIFY: fabriq's STREAM always notifies.
-        73 if v.int()? == 1 => Ok(()),
+        74 => ok(s.set_invert_matching(v.flag()?)),
+        73 => ok(s.set_stream_notify(v.flag()?)),
+        61 if v.0.len() > 255 => Err(libc::EINVAL),
+        61 => ok(s.set_connect_routing_id(v.0)),
         75 => ok(s.set_heartbeat_ivl(v.int()?)),
         76 => ok(s.set_heartbeat_ttl(v.int()?)),
         77 => ok(s.set_heartbeat_timeout(v.int()?)),
         78 => ok(s.set_xpub_verboser(v.flag()?)),
         79 => ok(s.set_connect_timeout(v.int()?)),
-        // USE_FD: only its default, -1 (none), is accepted.
-        89 if v.int()? == -1 => Ok(()),
+        89 => ok(s.set_use_fd(v.int()?)),
         93 => ok(s.set_zap_enforce_domain(v.flag()?)),
         95 => {
             let t = v.text()?;
@@ -219,6 +231,14 @@ fn set(s: &Socket, option: c_int, v: &In) -> R<()> {
             ok(s.set_metadata(name, value.as_bytes()))
         }
         96 => ok(s.set_multicast_loop(v.flag()?)),
+        // TCP_ACCEPT_FILTER: an empty value clears the list.
+        38 if v.0.len() > 255 => Err(libc::EINVAL),
+        38 => ok(s.set_tcp_accept_filter(Some(v.text()?))),
+        // IPC_FILTER_PID, _UID, _GID: no value clears the list, as
+        // libzmq's do_setsockopt_set.
+        58 => ok(s.set_ipc_filter_pid(v.opt_int()?)),
+        59 => ok(s.set_ipc_filter_uid(v.opt_int()?.map(|u| u as u32))),
+        60 => ok(s.set_ipc_filter_gid(v.opt_int()?.map(|g| g as u32))),
         _ => Err(libc::EINVAL),
     }
 }
@@ -305,15 +325,15 @@ fn get(s: &Socket, option: c_int) -> R<Out> {
         65 => flag(s.is_gssapi_plaintext()),
         66 => int(s.get_handshake_ivl()),
         68 => text(s.get_socks_proxy()),
-        73 => Ok(Out::Int(1)),
-        74 => Ok(Out::Int(0)),
+        73 => flag(s.is_stream_notify()),
+        74 => flag(s.is_invert_matching()),
         75 => int(s.get_heartbeat_ivl()),
         // libzmq keeps the TTL in deciseconds.
         76 => int(s.get_heartbeat_ttl().map(|t| t / 100 * 100)),
         77 => int(s.get_heartbeat_timeout()),
         79 => int(s.get_connect_timeout()),
         81 => flag(s.is_thread_safe()),
-        89 => Ok(Out::Int(-1)),
+        89 => int(s.get_use_fd()),
         93 => flag(s.is_zap_enforce_domain()),
         96 => flag(s.is_multicast_loop()),
         _ => Err(libc::EINVAL),

@@ -13,4 +13,9 @@
 #define ZMQ_HAVE_UIO 1
 #define ZMQ_HAVE_EVENTFD 1
 #define ZMQ_CACHELINE_SIZE 64
+/* libzmq's configure and CMake define it on Linux (glibc has mkdtemp):
+   make_random_ipc_endpoint then names a path in a fresh directory, not a
+   regular file made by mkstemp (which libzmq's bind unlinks and fabriq's,
+   refusing to remove anything but a socket file, does not). */
+#define HAVE_MKDTEMP 1
 #endif

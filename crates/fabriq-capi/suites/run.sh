@@ -5,12 +5,13 @@
 # fabriq's passes as a share of libzmq's, and fails if a share is below
 # its floor:
 #
-#   FABRIQ_CAPI_LIBZMQ_FLOOR (percent, default 70)
+#   FABRIQ_CAPI_LIBZMQ_FLOOR (percent, default 90: the issue's target, met)
 #   FABRIQ_CAPI_PYZMQ_FLOOR  (percent, default 95: the issue's target, met)
 #
-# The issue's targets are 90 % (libzmq's tests) and 95 % (pyzmq's). The
-# pyzmq floor is the target; the libzmq floor is below what was measured
-# (docs/capi.md), catching regressions until the target is met.
+# The issue's targets are 90 % (libzmq's tests) and 95 % (pyzmq's); both
+# floors are the targets, a few points under what was measured
+# (docs/capi.md: 93-98 % and 97-100 %), so that timing noise on a busy
+# machine does not fail the run while a real regression does.
 #
 #   run.sh PREFIX WORKDIR
 set -euo pipefail
@@ -31,7 +32,7 @@ for suite in libzmq pyzmq; do
     read -r _ f l n < <(grep '^TOTAL' "$work/$suite-tests.txt")
     pct="$(share "$f" "$l")"
     floor_var="FABRIQ_CAPI_$(tr a-z A-Z <<<"$suite")_FLOOR"
-    default=70
+    default=90
     [ "$suite" = pyzmq ] && default=95
     floor="${!floor_var:-$default}"
     echo "$suite suite: fabriq passes $f, libzmq $l (of $n): $pct % (floor $floor %)"

@@ -46,7 +46,6 @@ struct Pending {
     end: PipeEnd,
     /// Where the binder's wake-up signal goes once it exists.
     binder_signal: Arc<OnceLock<Arc<Signal>>>,
-    connector: Arc<Mailbox>,
     connector_opts: PipeOptions,
 }
 
@@ -85,16 +84,6 @@ fn registry(reg: &Registry) -> MutexGuard<'_, Names> {
     reg.0.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Queue bound for one direction: the sender's SNDHWM plus the receiver's
-/// RCVHWM (as libzmq sizes inproc pipes); 0 if either is unlimited.
-fn combined_hwm(s: usize, r: usize) -> usize {
-    if s == 0 || r == 0 {
-        0
-    } else {
-        s + r
-    }
-}
-
 pub(crate) fn bind(
     reg: &Registry,
     socket: &Arc<Mailbox>,
@@ -130,15 +119,9 @@ pub(crate) fn bind_binder(reg: &Registry, name: &str, binder: Binder) -> Result<
 fn complete(p: Pending, binder: &Binder) {
     match binder {
         Binder::Socket { socket, opts } => {
-            if !socket.socket_type.is_compatible(p.connector.socket_type) {
-                tracing::debug!(
-                    "inproc: {} cannot connect to {}; pipe closed",
-                    p.connector.socket_type,
-                    socket.socket_type
-                );
-                p.end.close();
-                return;
-            }
+            // No socket-type check: libzmq's inproc has no handshake and
+            // pairs any two types (its test_inproc_connect connects PAIRs
+            // to a PULL); only the tcp/ipc handshake refuses a mismatch.
             let _ = p.binder_signal.set(socket.signal.clone());
             if opts.conflate {
                 p.end.tx.set_conflate(true);
@@ -146,10 +129,10 @@ fn complete(p: Pending, binder: &Binder) {
             }
             p.end
                 .tx
-                .set_hwm(combined_hwm(opts.sndhwm, p.connector_opts.rcvhwm));
+                .set_hwm_parts(Some(opts.sndhwm), Some(p.connector_opts.rcvhwm));
             p.end
                 .rx
-                .set_hwm(combined_hwm(p.connector_opts.sndhwm, opts.rcvhwm));
+                .set_hwm_parts(Some(p.connector_opts.sndhwm), Some(opts.rcvhwm));
             if opts.probe_router {
                 p.end.tx.push_probe();
             }
@@ -186,13 +169,16 @@ pub(crate) fn connect(
         }
         None => (Default::default(), None),
     };
-    let (b_snd, b_rcv) = binder_opts
-        .as_ref()
-        .map_or((opts.rcvhwm, opts.sndhwm), |o| (o.sndhwm, o.rcvhwm));
     let us = Waker::Socket(socket.signal.clone());
     let them = Waker::Deferred(binder_signal.clone());
-    let to_binder = Queue::new(combined_hwm(opts.sndhwm, b_rcv), them.clone(), us.clone());
-    let to_us = Queue::new(combined_hwm(b_snd, opts.rcvhwm), us, them);
+    let to_binder = Queue::new(0, them.clone(), us.clone());
+    let to_us = Queue::new(0, us, them);
+    // With the binder there, each direction holds both sides' HWMs; before
+    // it binds, the connector's own (libzmq adds the binder's when it
+    // binds, `complete` here).
+    let (b_snd, b_rcv) = binder_opts.as_ref().map(|o| (o.sndhwm, o.rcvhwm)).unzip();
+    to_binder.set_hwm_parts(Some(opts.sndhwm), b_rcv);
+    to_us.set_hwm_parts(b_snd, Some(opts.rcvhwm));
     // Conflation is a property of the connecting socket's queues here;
     // a conflating binder sets it on its side when it takes the pipe.
     to_us.set_conflate(opts.conflate);
@@ -211,6 +197,7 @@ pub(crate) fn connect(
             identity: binder_identity,
             metadata: None,
             all_groups: false,
+            late: None,
         },
     };
     let theirs = PipeEnd {
@@ -223,6 +210,7 @@ pub(crate) fn connect(
             identity: opts.identity.clone(),
             metadata: None,
             all_groups: false,
+            late: None,
         },
     };
     // Forget pipes both sockets have dropped, then remember this one.
@@ -233,7 +221,6 @@ pub(crate) fn connect(
     let pending = Pending {
         end: theirs,
         binder_signal,
-        connector: socket.clone(),
         connector_opts: opts.clone(),
     };
     match reg.bound.get(name).cloned() {
@@ -273,6 +260,7 @@ pub(crate) fn connect_handler(reg: &Registry, name: &str, wake: Waker) -> Option
         identity: Default::default(),
         metadata: None,
         all_groups: false,
+        late: None,
     };
     socket.attach(PipeEnd {
         id: next_pipe_id(),

@@ -27,6 +27,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod accept_filter;
 mod context;
 mod endpoint;
 mod error;

@@ -59,6 +59,41 @@ impl Default for Data {
 pub(crate) struct Metadata {
     pub properties: Properties,
     pub peer_address: Option<String>,
+    /// The descriptor of the connection (`ZMQ_SRCFD`).
+    pub source_fd: Option<i32>,
+}
+
+/// The metadata of a pipe's peer that arrives after the pipe was made:
+/// a connect's pipe exists before its handshake (libzmq's too), and each
+/// handshake, the first and those after reconnects, brings the peer's
+/// properties (`Socket-Type`, `User-Id`, `Peer-Address`, ...). The session
+/// sets them; the socket's end of the pipe checks one counter per item it
+/// reads and takes them when it changed.
+#[derive(Debug, Default)]
+pub(crate) struct LateMeta {
+    generation: std::sync::atomic::AtomicU64,
+    value: std::sync::Mutex<Option<Arc<Metadata>>>,
+}
+
+impl LateMeta {
+    /// Publishes the metadata of a new connection.
+    pub(crate) fn set(&self, meta: Option<Arc<Metadata>>) {
+        *self.value.lock().unwrap_or_else(|e| e.into_inner()) = meta;
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The metadata, if it changed since generation `seen` (which is
+    /// updated).
+    #[inline]
+    pub(crate) fn changed(&self, seen: &mut u64) -> Option<Option<Arc<Metadata>>> {
+        let now = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        if now == *seen {
+            return None;
+        }
+        *seen = now;
+        Some(self.value.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
 }
 
 impl Message {
@@ -109,6 +144,13 @@ impl Message {
         meta.properties
             .get(property)
             .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// The file descriptor of the tcp or ipc connection the message came
+    /// in on (libzmq's deprecated `ZMQ_SRCFD`), while that connection
+    /// lives; `None` for inproc and for messages not received.
+    pub fn source_fd(&self) -> Option<i32> {
+        self.meta.as_deref()?.source_fd
     }
 
     /// The frame as `Bytes`, without copying, except for a message of at

@@ -107,6 +107,12 @@ pub(crate) enum Event {
 pub(crate) fn handshake_failure(e: &ProtocolError) -> (Event, u32) {
     use ProtocolError::*;
     let code = match e {
+        // The peer closed before the handshake was done: libzmq's
+        // tcp_read turns the end of stream into EPIPE, which its engine
+        // reports (test_security_zap's handlers that never answer).
+        Truncated { stage, .. } if matches!(*stage, "greeting" | "handshake") => {
+            return (Event::HandshakeFailedNoDetail, libc::EPIPE as u32);
+        }
         BadSignature { .. }
         | UnsupportedVersion { .. }
         | BadAsServer(_)

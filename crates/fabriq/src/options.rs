@@ -12,6 +12,7 @@ use bytes::Bytes;
 use fabriq_zmtp::{CurveKeyPair, CurvePublicKey, CurveSecretKey, MechanismConfig, Properties};
 use zeroize::Zeroizing;
 
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, Error, Result};
 use crate::inproc::WeakRegistry;
 use crate::mechanism::Mechanism;
@@ -40,6 +41,20 @@ pub(crate) struct Options {
     pub probe_router: bool,
     /// `ZMQ_SOCKS_PROXY`: tcp connects go through this SOCKS5 proxy.
     pub socks_proxy: String,
+    /// `ZMQ_TCP_ACCEPT_FILTER`, `ZMQ_IPC_FILTER_*`: which peers a
+    /// listener keeps (all when empty).
+    pub accept_filters: AcceptFilters,
+    /// `ZMQ_USE_FD`: binds take this listening socket (-1: none).
+    pub use_fd: i32,
+    /// `ZMQ_CONNECT_ROUTING_ID`: the routing id a ROUTER or STREAM gives
+    /// the peer of its next connect (empty: none; each connect takes it).
+    pub connect_routing_id: Bytes,
+    /// `ZMQ_STREAM_NOTIFY`: a STREAM delivers an empty message when a
+    /// peer connects or goes away.
+    pub stream_notify: bool,
+    /// `ZMQ_INVERT_MATCHING`: PUB/XPUB send to the peers whose
+    /// subscriptions do not match, SUB keeps what does not match.
+    pub invert_matching: bool,
     pub req_relaxed: bool,
     pub req_correlate: bool,
     pub maxmsgsize: i64,
@@ -129,6 +144,11 @@ impl Default for Options {
             router_handover: false,
             probe_router: false,
             socks_proxy: String::new(),
+            accept_filters: AcceptFilters::default(),
+            use_fd: -1,
+            connect_routing_id: Bytes::new(),
+            stream_notify: true,
+            invert_matching: false,
             req_relaxed: false,
             req_correlate: false,
             maxmsgsize: -1,

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use crossbeam_utils::CachePadded;
 use fabriq_zmtp::Multipart;
 
-use crate::message::Metadata;
+use crate::message::{LateMeta, Metadata};
 use crate::signal::Signal;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, PlainGuard, PlainMutex};
 
@@ -162,6 +162,8 @@ struct Shared {
 pub(crate) struct ReaderSide {
     cache: VecDeque<Item>,
     unreported: usize,
+    /// The [`LateMeta`] generation last taken.
+    late_seen: u64,
 }
 
 /// One direction of a pipe.
@@ -181,6 +183,10 @@ pub(crate) struct Queue {
     /// Only the reader locks this, so the lock is never contended.
     reader_side: CachePadded<PlainMutex<ReaderSide>>,
     hwm: AtomicUsize,
+    /// What the writer's SNDHWM and the reader's RCVHWM contribute to
+    /// `hwm` (`NO_PART`: that side does not count, e.g. a tcp session's):
+    /// kept so that either socket may change its HWM later, as in libzmq.
+    parts: [AtomicUsize; 2],
     /// The writer will push no more.
     writer_closed: AtomicBool,
     /// The reader is gone; pushes are discarded.
@@ -219,6 +225,7 @@ impl Queue {
             hot: CachePadded::new(Hot::default()),
             reader_side: CachePadded::new(PlainMutex::new(ReaderSide::default())),
             hwm: AtomicUsize::new(hwm),
+            parts: [AtomicUsize::new(NO_PART), AtomicUsize::new(NO_PART)],
             writer_closed: AtomicBool::new(false),
             reader_closed: AtomicBool::new(false),
             conflate: AtomicBool::new(false),
@@ -552,10 +559,33 @@ impl Queue {
         self.conflate.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_hwm(&self, hwm: usize) {
+    /// Sets the writer's (`sender`) and/or reader's part of the HWM and
+    /// recomputes it: one part alone is the HWM; both are summed (an
+    /// inproc pipe, libzmq's "HWM boost"), 0 in either meaning none. A
+    /// lowered HWM keeps what is queued; no more is accepted until the
+    /// queue is under it.
+    pub(crate) fn set_hwm_parts(&self, sender: Option<usize>, receiver: Option<usize>) {
+        if let Some(s) = sender {
+            self.parts[0].store(s, Ordering::Relaxed);
+        }
+        if let Some(r) = receiver {
+            self.parts[1].store(r, Ordering::Relaxed);
+        }
+        let part = |i: usize| Some(self.parts[i].load(Ordering::Relaxed)).filter(|&p| p != NO_PART);
+        let hwm = match (part(0), part(1)) {
+            (Some(s), Some(r)) if s == 0 || r == 0 => 0,
+            (Some(s), Some(r)) => s.saturating_add(r),
+            (Some(one), None) | (None, Some(one)) => one,
+            (None, None) => return,
+        };
         self.hwm.store(hwm, Ordering::Relaxed);
+        // A raised HWM may let a waiting writer go on.
+        self.writer.wake();
     }
 }
+
+/// A HWM part that does not count (see [`Queue::set_hwm_parts`]).
+const NO_PART: usize = usize::MAX;
 
 /// Identifies a pipe within its socket.
 pub(crate) type PipeId = u64;
@@ -579,6 +609,10 @@ pub(crate) struct PeerMeta {
     /// The peer takes every group (a RADIO's `udp://` pipe: DISHes on
     /// the far side filter, as libzmq's `subscribe_to_all`).
     pub all_groups: bool,
+    /// A pipe made before its connection's handshake (a connect's): the
+    /// session puts the peer's metadata here once it is known, and the
+    /// socket's end takes it into `metadata` as it reads.
+    pub late: Option<Arc<LateMeta>>,
 }
 
 /// The socket's end of a pipe.
@@ -604,7 +638,13 @@ impl PipeEnd {
     /// cache, so the two are never mixed on one queue.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Item> {
-        self.rx.pop_from(&mut self.reader)
+        let item = self.rx.pop_from(&mut self.reader);
+        if let Some(late) = &self.peer.late {
+            if let Some(meta) = late.changed(&mut self.reader.late_seen) {
+                self.peer.metadata = meta;
+            }
+        }
+        item
     }
 
     /// Whether one more message to the peer fits under the high-water
@@ -726,6 +766,7 @@ mod tests {
                 identity: Bytes::new(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             },
             peer_io: None,
             reader: ReaderSide::default(),

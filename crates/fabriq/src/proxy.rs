@@ -5,7 +5,7 @@
 
 use crate::error::{err, Error, Result};
 use crate::flags::{DONTWAIT, SNDMORE};
-use crate::poll::{poll, PollEvents, POLLIN};
+use crate::poll::{poll, PollEvents, POLLIN, POLLOUT};
 use crate::socket::Socket;
 
 /// Forwards messages both ways between `frontend` and `backend` until an
@@ -108,27 +108,55 @@ fn steer(
     capture: Option<&Socket>,
     control: &Socket,
 ) -> Result<()> {
+    shuttle(frontend, backend, capture, Some(control))
+}
+
+/// The proxy's loop, as libzmq 4.3's: a side is read only when the other
+/// can take the message (`frontend_in && backend_out`), so a side that
+/// cannot send (a PUSH without peers, a full pipe) never blocks the proxy,
+/// which keeps answering its control socket. While a side has input the
+/// other cannot take, the loop waits for the other's room instead of that
+/// input (no busy loop).
+fn shuttle(
+    frontend: &Socket,
+    backend: &Socket,
+    capture: Option<&Socket>,
+    control: Option<&Socket>,
+) -> Result<()> {
     let (mut front, mut back) = (Counts::default(), Counts::default());
     let mut paused = false;
+    // Input waiting on each side for the other side's room.
+    let (mut front_waits, mut back_waits) = (false, false);
     loop {
-        let mut items = [
-            control.as_poll_item(POLLIN),
-            frontend.as_poll_item(if paused { PollEvents::empty() } else { POLLIN }),
-            backend.as_poll_item(if paused { PollEvents::empty() } else { POLLIN }),
+        let wanted = |waits: bool, other_waits: bool| {
+            let mut ev = PollEvents::empty();
+            if !paused && !waits {
+                ev |= POLLIN;
+            }
+            if !paused && other_waits {
+                ev |= POLLOUT;
+            }
+            ev
+        };
+        let mut items = vec![
+            frontend.as_poll_item(wanted(front_waits, back_waits)),
+            backend.as_poll_item(wanted(back_waits, front_waits)),
         ];
+        if let Some(c) = control {
+            items.push(c.as_poll_item(POLLIN));
+        }
         poll(&mut items, -1)?;
-        let ready = [
-            items[0].is_readable(),
-            items[1].is_readable(),
-            items[2].is_readable(),
-        ];
-        if ready[0] {
+        let front_in = front_waits || items[0].is_readable();
+        let back_in = back_waits || items[1].is_readable();
+        let control_in = items.get(2).is_some_and(|i| i.is_readable());
+        drop(items);
+        if let (true, Some(control)) = (control_in, control) {
             let command = control.recv_zc(DONTWAIT)?;
             if control.get_rcvmore()? {
                 return err(Error::EINVAL, "a proxy command must be a single frame");
             }
             if let Some(c) = capture {
-                let _ = c.send(command.clone(), DONTWAIT);
+                c.send(command.clone(), 0)?;
             }
             match &command[..] {
                 b"PAUSE" => paused = true,
@@ -157,13 +185,26 @@ fn steer(
             }
             continue;
         }
-        if ready[1] {
-            let bytes = forward(frontend, backend, capture)?;
-            count(&mut front, &mut back, bytes);
+        if paused {
+            continue;
         }
-        if ready[2] {
-            let bytes = forward(backend, frontend, capture)?;
-            count(&mut back, &mut front, bytes);
+        front_waits = false;
+        if front_in {
+            if backend.get_events()?.contains(POLLOUT) {
+                let bytes = forward(frontend, backend, capture)?;
+                count(&mut front, &mut back, bytes);
+            } else {
+                front_waits = true;
+            }
+        }
+        back_waits = false;
+        if back_in {
+            if frontend.get_events()?.contains(POLLOUT) {
+                let bytes = forward(backend, frontend, capture)?;
+                count(&mut back, &mut front, bytes);
+            } else {
+                back_waits = true;
+            }
         }
     }
 }
@@ -176,17 +217,7 @@ fn count(from: &mut Counts, to: &mut Counts, bytes: u64) {
 }
 
 fn run(frontend: &Socket, backend: &Socket, capture: Option<&Socket>) -> Result<()> {
-    loop {
-        let mut items = [frontend.as_poll_item(POLLIN), backend.as_poll_item(POLLIN)];
-        poll(&mut items, -1)?;
-        let (front_ready, back_ready) = (items[0].is_readable(), items[1].is_readable());
-        if front_ready {
-            forward(frontend, backend, capture)?;
-        }
-        if back_ready {
-            forward(backend, frontend, capture)?;
-        }
-    }
+    shuttle(frontend, backend, capture, None)
 }
 
 /// Moves one whole message from `from` to `to`; returns its size in bytes.
@@ -198,8 +229,10 @@ fn forward(from: &Socket, to: &Socket, capture: Option<&Socket>) -> Result<u64> 
         let more = from.get_rcvmore()?;
         let flags = if more { SNDMORE } else { 0 };
         if let Some(c) = capture {
-            // A slow capture socket must not stall the proxy.
-            let _ = c.send(frame.clone(), flags | DONTWAIT);
+            // As libzmq's proxy: a blocking send, so a capture socket that
+            // is still connecting (a PUSH without its peer yet) gets every
+            // message; one that cannot keep up slows the proxy down.
+            c.send(frame.clone(), flags)?;
         }
         to.send(frame, flags)?;
         if !more {

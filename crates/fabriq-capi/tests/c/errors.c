@@ -59,6 +59,17 @@ int main (void)
     CHECK (zmq_setsockopt (s, ZMQ_MAXMSGSIZE, &big, sizeof big) == 0);
     FAILS_WITH (zmq_setsockopt (s, 9999, &v, sizeof v), EINVAL);
     FAILS_WITH (zmq_setsockopt (s, ZMQ_SNDHWM, &(int){-1}, sizeof (int)), EINVAL);
+    /* As libzmq: an empty SOCKS proxy is EINVAL, none (NULL) clears it;
+       malformed accept filters and IPC filters of the wrong size too. */
+    FAILS_WITH (zmq_setsockopt (s, ZMQ_SOCKS_PROXY, "", 0), EINVAL);
+    CHECK (zmq_setsockopt (s, ZMQ_SOCKS_PROXY, NULL, 0) == 0);
+    FAILS_WITH (zmq_setsockopt (s, ZMQ_TCP_ACCEPT_FILTER, "0.0.0.0/33", 10), EINVAL);
+    CHECK (zmq_setsockopt (s, ZMQ_TCP_ACCEPT_FILTER, NULL, 0) == 0);
+    FAILS_WITH (zmq_setsockopt (s, ZMQ_IPC_FILTER_UID, &(char){0}, 1), EINVAL);
+    CHECK (zmq_setsockopt (s, ZMQ_IPC_FILTER_UID, NULL, 0) == 0);
+    char long_id[256];
+    memset (long_id, 'x', sizeof long_id);
+    FAILS_WITH (zmq_setsockopt (s, ZMQ_CONNECT_ROUTING_ID, long_id, sizeof long_id), EINVAL);
     size_t len = 2;
     FAILS_WITH (zmq_getsockopt (s, ZMQ_LINGER, &v, &len), EINVAL);
     len = sizeof v;

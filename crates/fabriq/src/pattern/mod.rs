@@ -68,6 +68,12 @@ pub(crate) trait Pattern: Send {
         None
     }
 
+    /// The routing id generated for the newest peer (STREAM), which
+    /// libzmq's STREAM also stores as the socket's own `ZMQ_ROUTING_ID`.
+    fn last_generated_id(&self) -> Option<bytes::Bytes> {
+        None
+    }
+
     /// Closes every pipe (the socket is closing).
     fn close_all(&mut self);
 }
@@ -394,6 +400,13 @@ impl Pipes {
         None
     }
 
+    /// Whether some pipe has room for a message; unlike
+    /// [`Pipes::pick_out`] it takes no turn, so asking (`ZMQ_EVENTS`,
+    /// poll) does not change which peer the next message goes to.
+    pub fn has_room_out(&self) -> bool {
+        self.list.iter().any(|p| p.tx.has_room())
+    }
+
     pub fn close_all(&mut self) {
         for p in self.list.drain(..) {
             p.close();
@@ -448,6 +461,7 @@ fn test_pipes(n: usize, reader: &Arc<Signal>) -> (Pipes, Vec<Arc<crate::pipe::Qu
                 identity: bytes::Bytes::new(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             },
             peer_io: None,
             reader: Default::default(),

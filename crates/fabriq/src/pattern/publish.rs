@@ -9,6 +9,8 @@
 //! XPUB_VERBOSER), including when a subscriber disconnects. Other messages
 //! from subscribers pass through. As libzmq 4.3's xpub.cpp:
 //!
+//! - INVERT_MATCHING: a message goes to the peers none of whose
+//!   subscriptions match it instead.
 //! - XPUB_MANUAL: a peer's (un)subscriptions are all handed up and not
 //!   applied; the application applies them with `set_subscribe` /
 //!   `set_unsubscribe` on the XPUB, for the peer whose (un)subscription it
@@ -168,7 +170,7 @@ impl Pattern for Publish {
         if self.xpub && opts.xpub_nodrop {
             self.process_input(opts, true);
             let full = self.pipes.list.iter().any(|pipe| {
-                self.subs.get(&pipe.id).is_some_and(|t| t.matches(first))
+                self.subs.get(&pipe.id).is_some_and(|t| t.matches(first)) != opts.invert_matching
                     && !pipe.has_room_to_send()
             });
             if full {
@@ -203,7 +205,10 @@ impl Pattern for Publish {
         // frame list (with one subscriber, no copy at all).
         let mut last = None;
         for (i, pipe) in self.pipes.list.iter().enumerate() {
-            let matched = self.subs.get(&pipe.id).is_some_and(|t| t.matches(first));
+            // INVERT_MATCHING: the peers that do not match, as libzmq's
+            // dist_t::reverse_match.
+            let matched =
+                self.subs.get(&pipe.id).is_some_and(|t| t.matches(first)) != opts.invert_matching;
             if matched && pipe.has_room_to_send() {
                 if let Some(prev) = last.replace(i) {
                     self.pipes.list[prev].tx.push(Item::Msg(msg.clone()));

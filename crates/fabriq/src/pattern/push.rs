@@ -43,7 +43,7 @@ impl Pattern for Push {
     }
 
     fn can_send(&mut self, _: &Options) -> bool {
-        self.pipes.pick_out().is_some()
+        self.pipes.has_room_out()
     }
 
     fn close_all(&mut self) {

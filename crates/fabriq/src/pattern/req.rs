@@ -87,7 +87,7 @@ impl Pattern for Req {
     }
 
     fn can_send(&mut self, opts: &Options) -> bool {
-        (self.waiting.is_none() || opts.req_relaxed) && self.pipes.pick_out().is_some()
+        (self.waiting.is_none() || opts.req_relaxed) && self.pipes.has_room_out()
     }
 
     fn close_all(&mut self) {

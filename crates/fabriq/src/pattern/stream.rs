@@ -3,7 +3,8 @@
 //! when the peer connected (the engine delivers it) or went away (this
 //! pattern adds it once the pipe's messages are read). Every message out
 //! is `[routing id, data]`: the bytes are written as they are, and empty
-//! data closes that connection. Routing ids are generated (`0x00` and a
+//! data closes that connection (`ZMQ_STREAM_NOTIFY` off: no empty
+//! messages in). Routing ids are generated (`0x00` and a
 //! 32-bit counter); an unknown one is EHOSTUNREACH and a full peer EAGAIN,
 //! always (a STREAM is always "mandatory").
 
@@ -26,6 +27,8 @@ pub(crate) struct Stream {
     target: Option<PipeId>,
     /// Disconnection notices, `[id, ""]`, for peers that went away.
     gone: VecDeque<Bytes>,
+    /// The id generated for the newest peer.
+    last_generated: Option<Bytes>,
 }
 
 impl Stream {
@@ -35,6 +38,7 @@ impl Stream {
             ids: RoutingIds::new(),
             target: None,
             gone: VecDeque::new(),
+            last_generated: None,
         }
     }
 
@@ -45,7 +49,16 @@ impl Stream {
 
 impl Pattern for Stream {
     fn attach(&mut self, pipe: PipeEnd, _: &Options) {
-        let id = self.ids.generate();
+        // A connect's peer named with CONNECT_ROUTING_ID keeps that name
+        // (unless it is taken); every other peer gets a generated one.
+        let named = &pipe.peer.identity;
+        let id = if named.is_empty() || self.ids.pipe(named).is_some() {
+            let id = self.ids.generate();
+            self.last_generated = Some(id.clone());
+            id
+        } else {
+            named.clone()
+        };
         self.ids.insert(id, pipe.id);
         self.pipes.push(pipe);
     }
@@ -99,7 +112,7 @@ impl Pattern for Stream {
         Ok(())
     }
 
-    fn recv(&mut self, _: &Options) -> Result<Received> {
+    fn recv(&mut self, opts: &Options) -> Result<Received> {
         while let Some((i, item)) = self.pipes.fair_recv() {
             let from = self.pipes.list[i].id;
             let meta = self.pipes.list[i].peer.metadata.clone();
@@ -107,10 +120,17 @@ impl Pattern for Stream {
             let Some(id) = self.ids.id(from) else {
                 continue;
             };
+            let data = msg.into_iter().next().unwrap_or_default();
+            if data.is_empty() && !opts.stream_notify {
+                continue; // the connect notice, not wanted
+            }
             let mut out = Multipart::with_capacity(2);
             out.push(Part::from(id.clone()));
-            out.push(msg.into_iter().next().unwrap_or_default());
+            out.push(data);
             return Ok(Received { msg: out, meta });
+        }
+        if !opts.stream_notify {
+            self.gone.clear();
         }
         if let Some(id) = self.gone.pop_front() {
             return Ok(Received {
@@ -123,6 +143,10 @@ impl Pattern for Stream {
 
     fn can_send(&mut self, _: &Options) -> bool {
         true
+    }
+
+    fn last_generated_id(&self) -> Option<Bytes> {
+        self.last_generated.clone()
     }
 
     fn close_all(&mut self) {

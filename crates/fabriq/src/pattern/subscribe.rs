@@ -1,4 +1,5 @@
-//! SUB and XSUB: fair-queued input filtered by the subscribed prefixes.
+//! SUB and XSUB: fair-queued input, filtered by the subscribed prefixes
+//! on a SUB (an XSUB passes everything, as libzmq's).
 //! Subscriptions are counted; each subscribe is sent to every publisher,
 //! a cancel only when its count drops to zero, and a new (or reconnected)
 //! publisher gets every current topic once.
@@ -92,11 +93,14 @@ impl Pattern for Subscribe {
         Ok(())
     }
 
-    fn recv(&mut self, _: &Options) -> Result<Received> {
+    fn recv(&mut self, opts: &Options) -> Result<Received> {
         while let Some((i, item)) = self.pipes.fair_recv() {
             let Item::Msg(msg) = item else { continue };
             let first = msg.first().map(|f| &f[..]).unwrap_or_default();
-            if self.topics.matches(first) {
+            // XSUB passes everything (libzmq's xsub has no filter: the
+            // publishers filter); SUB keeps what matches, or with
+            // INVERT_MATCHING what does not.
+            if self.xsub || self.topics.matches(first) != opts.invert_matching {
                 return Ok(Received {
                     msg,
                     meta: self.pipes.list[i].peer.metadata.clone(),

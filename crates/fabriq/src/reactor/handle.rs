@@ -125,14 +125,24 @@ impl Reactor {
         endpoint.transport.check_connect(endpoint, opts)?;
         let token = next_token();
         let link = Link::new(self.reactor_waker(token), self.shared.clock.clone());
-        // (A STREAM's peer gets a new routing id per connection too.)
+        // (A STREAM's peer gets a new routing id per connection too.) With
+        // CONNECT_ROUTING_ID they have the peer's id now, and the pipe is
+        // made at once, as libzmq's.
+        let named = !opts.connect_routing_id.is_empty();
         let early_pipe = !opts.immediate
-            && !matches!(
-                socket.socket_type,
-                fabriq_zmtp::SocketType::Router | fabriq_zmtp::SocketType::Stream
-            );
+            && (named
+                || !matches!(
+                    socket.socket_type,
+                    fabriq_zmtp::SocketType::Router | fabriq_zmtp::SocketType::Stream
+                ));
         let (socket_end, session_end) = if early_pipe {
-            let (a, b) = make_pipe(&link, socket, opts, None);
+            let peer = named.then(|| PeerMeta {
+                identity: opts.connect_routing_id.clone(),
+                metadata: None,
+                all_groups: false,
+                late: None,
+            });
+            let (a, b) = make_pipe(&link, socket, opts, peer);
             (Some(a), Some(b))
         } else {
             (None, None)
@@ -172,6 +182,7 @@ impl Reactor {
             identity: Default::default(),
             metadata: None,
             all_groups: true,
+            late: None,
         };
         let (socket_end, session_end) = make_pipe(&link, socket, opts, Some(peer));
         let base = session::Base {

@@ -165,11 +165,16 @@ pub(super) fn make_pipe(
     if opts.probe_router {
         outgoing.push_probe();
     }
-    let peer = peer.unwrap_or(PeerMeta {
+    let mut peer = peer.unwrap_or(PeerMeta {
         identity: Default::default(),
         metadata: None,
         all_groups: false,
+        late: None,
     });
+    if peer.metadata.is_none() {
+        // Made before the handshake: the session fills this in.
+        peer.late = Some(Arc::new(crate::message::LateMeta::default()));
+    }
     let socket_end = PipeEnd {
         id: crate::pipe::next_pipe_id(),
         rx: incoming.clone(),

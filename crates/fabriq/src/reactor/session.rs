@@ -407,9 +407,14 @@ impl Session {
             metadata: Some(Arc::new(Metadata {
                 properties: crate::zap::message_properties(&peer),
                 peer_address: Some(engine.peer_address()),
+                source_fd: i32::try_from(engine.monitor_value()).ok(),
             })),
             all_groups: false,
+            late: None,
         };
+        if let Some(late) = self.pipe.as_ref().and_then(|p| p.peer.late.as_ref()) {
+            late.set(meta.metadata.clone());
+        }
         if self.pipe.is_none() && self.linger.is_none() {
             let (socket_end, session_end) =
                 super::make_pipe(&self.link, &self.socket, &self.opts, Some(meta));

@@ -30,6 +30,10 @@ impl Socket {
                     &inproc_options(&core.opts),
                     name,
                 )?;
+                // Connectors that waited for this name are attached now,
+                // as libzmq's bind does: a SUB's subscriptions reach a
+                // PUB that connected first before anything else is sent.
+                self.process_commands(&mut core);
                 (
                     endpoint.to_string(),
                     Attachment::InprocBind { name: name.clone() },
@@ -90,32 +94,40 @@ impl Socket {
         let core = &mut *core;
         let attachment = match &parsed {
             Endpoint::Inproc(name) => {
-                let pipe = crate::inproc::connect(
+                let mut pipe = crate::inproc::connect(
                     &self.ctx.inner.inproc,
                     &self.shared,
                     &inproc_options(&core.opts),
                     name,
                 );
+                if !core.opts.connect_routing_id.is_empty() {
+                    pipe.peer.identity = core.opts.connect_routing_id.clone();
+                }
                 let id = pipe.id;
-                let Core { pattern, opts, .. } = core;
-                pattern.attach(pipe, opts);
+                core.attach_pipe(pipe);
                 Attachment::InprocConnect { pipe: id }
             }
             Endpoint::Udp(address) => {
                 let (_, token, io) = self.open_udp(core, address, Role::Connect)?;
-                Attachment::Session { io, token }
+                Attachment::Session {
+                    io,
+                    token,
+                    rx: None,
+                }
             }
             Endpoint::Io(address) => {
                 let (io, reactor) = self.ctx.reactor()?;
                 let (token, pipe) = reactor.connect(address, endpoint, &self.shared, &core.opts)?;
+                let rx = pipe.as_ref().map(|p| Arc::downgrade(&p.rx));
                 if let Some(pipe) = pipe {
-                    let Core { pattern, opts, .. } = core;
-                    pattern.attach(pipe, opts);
+                    core.attach_pipe(pipe);
                 }
-                Attachment::Session { io, token }
+                Attachment::Session { io, token, rx }
             }
         };
         core.last_endpoint = endpoint.to_string();
+        // CONNECT_ROUTING_ID names one connect's peer, as in libzmq.
+        core.opts.connect_routing_id = Default::default();
         core.endpoints
             .list
             .push((endpoint.to_string(), endpoint.to_string(), attachment));
@@ -134,7 +146,15 @@ impl Socket {
         })
         .ok_or_else(|| fail(Error::ENOENT, format!("{endpoint} is not connected")))?;
         match attachment {
-            Attachment::Session { io, token } => self.ctx.reactor_at(io)?.disconnect(token),
+            Attachment::Session { io, token, rx } => {
+                // What the peer sent and the application did not read goes
+                // with the connection, as libzmq's pipe termination drops it.
+                if let Some(q) = rx.and_then(|rx| rx.upgrade()) {
+                    q.close_reader();
+                    q.close_writer();
+                }
+                self.ctx.reactor_at(io)?.disconnect(token)
+            }
             Attachment::InprocConnect { pipe } => {
                 crate::inproc::disconnect(&self.ctx.inner.inproc, pipe)
             }
@@ -248,8 +268,7 @@ impl Socket {
         }
         let (io, reactor) = self.ctx.reactor()?;
         let (token, pipe) = reactor.udp(socket, &text, &self.shared, &core.opts, framing, dirs);
-        let Core { pattern, opts, .. } = core;
-        pattern.attach(pipe, opts);
+        core.attach_pipe(pipe);
         Ok((text, token, io))
     }
 

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use fabriq_zmtp::{Multipart, Part, SocketType as ZmtpType};
@@ -20,9 +20,11 @@ use crate::mailbox::Mailbox;
 use crate::message::{Message, Metadata};
 use crate::options::Options;
 use crate::pattern::{self, Pattern, Received};
+use crate::pipe::{PipeEnd, Queue};
 use crate::signal::Signal;
 use crate::socket_type::SocketType;
 
+mod compat;
 mod draft;
 mod endpoints;
 mod options;
@@ -37,8 +39,13 @@ static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 enum Attachment {
     /// A tcp/ipc listener in I/O thread `io`.
     Listener { io: usize, token: usize },
-    /// An outgoing tcp/ipc connection in I/O thread `io`.
-    Session { io: usize, token: usize },
+    /// An outgoing tcp/ipc connection in I/O thread `io`; `rx`, the queue
+    /// from the peer when the pipe was made at connect time.
+    Session {
+        io: usize,
+        token: usize,
+        rx: Option<Weak<Queue>>,
+    },
     /// A name in the inproc registry.
     InprocBind { name: String },
     /// An inproc pipe.
@@ -73,9 +80,42 @@ pub(crate) struct Core {
     /// a look does not clear it; the thread whose turn it is to sleep on
     /// it does (see `turns.rs`).
     pub(crate) shared_signal: bool,
+    /// The queues (to the peer, from the peer) of the pipes attached so
+    /// far, for HWM changes (weak: a pipe that is gone is skipped).
+    hwm_pipes: Vec<(Weak<Queue>, Weak<Queue>)>,
 }
 
 impl Core {
+    /// Hands a pipe to the pattern, remembering its queues so that a later
+    /// SNDHWM or RCVHWM applies to it too (libzmq's `update_pipe_options`).
+    pub(crate) fn attach_pipe(&mut self, pipe: PipeEnd) {
+        let n = self.hwm_pipes.len();
+        if n >= 64 && n.is_power_of_two() {
+            self.hwm_pipes.retain(|(tx, _)| tx.strong_count() > 0);
+        }
+        self.hwm_pipes
+            .push((Arc::downgrade(&pipe.tx), Arc::downgrade(&pipe.rx)));
+        let Core { pattern, opts, .. } = self;
+        pattern.attach(pipe, opts);
+    }
+
+    /// Applies a new SNDHWM (`send`) or RCVHWM to the pipes attached.
+    pub(crate) fn update_hwms(&self, send: bool) {
+        let (snd, rcv) = (
+            Options::hwm(self.opts.sndhwm),
+            Options::hwm(self.opts.rcvhwm),
+        );
+        for (tx, rx) in &self.hwm_pipes {
+            if send {
+                if let Some(q) = tx.upgrade() {
+                    q.set_hwm_parts(Some(snd), None);
+                }
+            } else if let Some(q) = rx.upgrade() {
+                q.set_hwm_parts(None, Some(rcv));
+            }
+        }
+    }
+
     /// The routing id PEER gave its newest pipe, for `connect_peer`.
     pub(crate) fn last_routing_id(&self) -> Option<u32> {
         self.pattern.last_routing_id()
@@ -168,6 +208,7 @@ impl Socket {
                 last_endpoint: String::new(),
                 endpoints: Endpoints { list: Vec::new() },
                 shared_signal: false,
+                hwm_pipes: Vec::new(),
             }),
         })
     }
@@ -192,8 +233,7 @@ impl Socket {
     #[cold]
     fn attach_and_prune(&self, core: &mut Core) {
         for pipe in self.shared.take_pipes() {
-            let Core { pattern, opts, .. } = core;
-            pattern.attach(pipe, opts);
+            core.attach_pipe(pipe);
         }
         let Core { pattern, opts, .. } = core;
         pattern.prune(opts);
@@ -300,6 +340,16 @@ impl Socket {
             self.shared.signal.clear();
         }
         self.process_commands(core);
+        // Writability first: prefetching a REP's request (or a REQ's
+        // reply) moves the pattern to its next state, which the
+        // application has not reached until it receives that message
+        // (libzmq's REP reports POLLIN only, then, not POLLOUT).
+        let lockstep = matches!(self.shared.socket_type, ZmtpType::Req | ZmtpType::Rep);
+        let writable = core.sending
+            || (!(lockstep && core.prefetched.is_some()) && {
+                let Core { pattern, opts, .. } = core;
+                pattern.can_send(opts)
+            });
         let readable = !core.inbox.is_empty() || core.prefetched.is_some() || {
             let Core { pattern, opts, .. } = core;
             match pattern.recv(opts) {
@@ -309,10 +359,6 @@ impl Socket {
                 }
                 Err(_) => false,
             }
-        };
-        let writable = core.sending || {
-            let Core { pattern, opts, .. } = core;
-            pattern.can_send(opts)
         };
         Ok((readable, writable))
     }

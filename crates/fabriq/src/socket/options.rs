@@ -34,9 +34,18 @@ impl Socket {
         Ok(Ok(self.core().last_endpoint.clone()))
     }
 
-    /// The routing id (`ZMQ_ROUTING_ID`, also known as identity).
+    /// The routing id (`ZMQ_ROUTING_ID`, also known as identity). On a
+    /// STREAM, as in libzmq, the id generated for its newest peer once it
+    /// has one (libzmq's test_stream sends to it).
     pub fn get_identity(&self) -> Result<Vec<u8>> {
-        Ok(self.core().opts.identity.to_vec())
+        let mut core = self.core();
+        if self.shared.socket_type == ZmtpType::Stream {
+            self.process_commands(&mut core);
+            if let Some(id) = core.pattern.last_generated_id() {
+                return Ok(id.to_vec());
+            }
+        }
+        Ok(core.opts.identity.to_vec())
     }
 
     /// Sets the routing id: 1 to 255 bytes, not starting with a zero byte.
@@ -228,10 +237,6 @@ macro_rules! int_options {
 }
 
 int_options! {
-    /// Send high-water mark, in messages per peer (0: none).
-    (get_sndhwm, set_sndhwm) => sndhwm [0, i32::MAX],
-    /// Receive high-water mark, in messages per peer (0: none).
-    (get_rcvhwm, set_rcvhwm) => rcvhwm [0, i32::MAX],
     /// How long pending messages may delay close, in ms (-1: forever).
     (get_linger, set_linger) => linger [-1, i32::MAX],
     /// Receive timeout in ms (-1: forever).
@@ -544,6 +549,37 @@ typed_bool_options! {
 }
 
 impl Socket {
+    /// Send high-water mark, in messages per peer (0: none).
+    pub fn get_sndhwm(&self) -> Result<i32> {
+        Ok(self.core().opts.sndhwm)
+    }
+
+    /// Sets the send high-water mark, in messages per peer (0: none). As
+    /// in libzmq it applies to the connections the socket has as well as
+    /// to later ones (an inproc pipe holds both sides' HWMs); a lower one
+    /// keeps what is queued and takes no more until the queue is under
+    /// it.
+    pub fn set_sndhwm(&self, value: i32) -> Result<()> {
+        let mut core = self.core();
+        core.opts.sndhwm = in_range("sndhwm", value, 0, i32::MAX)?;
+        core.update_hwms(true);
+        Ok(())
+    }
+
+    /// Receive high-water mark, in messages per peer (0: none).
+    pub fn get_rcvhwm(&self) -> Result<i32> {
+        Ok(self.core().opts.rcvhwm)
+    }
+
+    /// Sets the receive high-water mark, in messages per peer (0: none);
+    /// applies to existing connections too, as [`Socket::set_sndhwm`].
+    pub fn set_rcvhwm(&self, value: i32) -> Result<()> {
+        let mut core = self.core();
+        core.opts.rcvhwm = in_range("rcvhwm", value, 0, i32::MAX)?;
+        core.update_hwms(false);
+        Ok(())
+    }
+
     /// Largest accepted message frame in bytes (-1: no limit).
     pub fn get_maxmsgsize(&self) -> Result<i64> {
         Ok(self.core().opts.maxmsgsize)

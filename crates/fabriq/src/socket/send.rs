@@ -58,7 +58,11 @@ impl Socket {
             core.sending = true;
         }
         core.outbox.push(frame);
-        if flags & SNDMORE == 0 {
+        // A STREAM's message is [id, data]: the data frame ends it even
+        // with SNDMORE, as libzmq's stream_t ignores that flag there.
+        let stream_done =
+            core.outbox.len() == 2 && self.shared.socket_type == fabriq_zmtp::SocketType::Stream;
+        if flags & SNDMORE == 0 || stream_done {
             core.sending = false;
             let msg = std::mem::take(&mut core.outbox);
             let Core { pattern, opts, .. } = core;

@@ -1,7 +1,7 @@
 //! `ipc://`: Unix domain sockets, by path or (Linux) abstract name, and
 //! `ipc://*` with a fresh path.
 
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::MetadataExt;
@@ -15,6 +15,7 @@ use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
 use super::{Address, Listener, Poller, Role, Stream, Transport};
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -39,9 +40,14 @@ impl Transport for Ipc {
         parse(text, &address.address, role).map(drop)
     }
 
-    fn bind(&self, address: &Address, _opts: &Options) -> Result<(Box<dyn Listener>, String)> {
+    fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
         let address = &address.address;
-        let (listener, text) = bind(&parse(address, address, Role::Bind)?)?;
+        let (mut listener, text) = if opts.use_fd >= 0 {
+            adopt(opts.use_fd)?
+        } else {
+            bind(&parse(address, address, Role::Bind)?)?
+        };
+        listener.filters = opts.accept_filters.clone();
         Ok((Box::new(listener), text))
     }
 
@@ -92,6 +98,9 @@ fn parse(text: &str, rest: &str, role: Role) -> Result<IpcAddr> {
 pub(crate) struct IpcListener {
     listener: mio::net::UnixListener,
     file: Option<SocketFile>,
+    /// `ZMQ_IPC_FILTER_*`: peers whose credentials match none are closed
+    /// as they are accepted.
+    filters: AcceptFilters,
 }
 
 /// The socket file a listener created, and which file it is: the listener
@@ -183,6 +192,22 @@ fn bind(addr: &IpcAddr) -> Result<(IpcListener, String)> {
     }
 }
 
+/// A listener on the application's socket (`ZMQ_USE_FD`); its file, if
+/// any, is the application's to remove.
+fn adopt(fd: std::os::fd::RawFd) -> Result<(IpcListener, String)> {
+    let l =
+        std::os::unix::net::UnixListener::from(super::use_fd::take_listener(fd, &[libc::AF_UNIX])?);
+    let local = l
+        .local_addr()
+        .map_err(|e| fail(Error::from_io(&e), e.to_string()))?;
+    let text = match (local.as_pathname(), local.as_abstract_name()) {
+        (Some(path), _) => format!("ipc://{}", path.display()),
+        (None, Some(name)) => format!("ipc://@{}", String::from_utf8_lossy(name)),
+        (None, None) => "ipc://".to_string(),
+    };
+    finish(l, None, text)
+}
+
 fn finish(
     l: std::os::unix::net::UnixListener,
     file: Option<SocketFile>,
@@ -194,6 +219,7 @@ fn finish(
         IpcListener {
             listener: mio::net::UnixListener::from_std(l),
             file,
+            filters: AcceptFilters::default(),
         },
         text,
     ))
@@ -227,7 +253,7 @@ impl Stream for mio::net::UnixStream {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        Write::write_vectored(self, bufs)
+        super::write_fd(self.as_fd(), bufs)
     }
 
     fn connect_result(&mut self) -> io::Result<bool> {
@@ -257,10 +283,13 @@ impl Stream for mio::net::UnixStream {
 
 impl Listener for IpcListener {
     fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>> {
-        match self.listener.accept() {
-            Ok((s, _)) => Ok(Some(Box::new(s))),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e),
+        loop {
+            match self.listener.accept() {
+                Ok((s, _)) if self.filters.ipc_allows(&s) => return Ok(Some(Box::new(s))),
+                Ok(_) => tracing::debug!("ipc accept filter: a peer refused"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(e),
+            }
         }
     }
 

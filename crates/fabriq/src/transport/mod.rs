@@ -27,6 +27,7 @@ pub(crate) mod ofi;
 mod socks;
 pub(crate) mod tcp;
 pub(crate) mod udp;
+mod use_fd;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -202,6 +203,20 @@ pub(crate) fn read_fd(fd: BorrowedFd<'_>, buf: &mut BytesMut, max: usize) -> io:
     // capacity`, so the new length covers initialized bytes only.
     unsafe { buf.set_len(len + n) };
     Ok(n)
+}
+
+/// `sendmsg(2)` of `bufs` on the socket `fd` with `MSG_NOSIGNAL`, for the
+/// OS streams: a peer that closed its end gives `EPIPE` here instead of
+/// killing the process with `SIGPIPE` (libzmq sends the same way, so C
+/// programs need not ignore the signal).
+pub(crate) fn write_fd(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    let mut control = rustix::net::SendAncillaryBuffer::default();
+    Ok(rustix::net::sendmsg(
+        fd,
+        bufs,
+        &mut control,
+        rustix::net::SendFlags::NOSIGNAL,
+    )?)
 }
 
 /// A readiness source that serves many connections: one descriptor the

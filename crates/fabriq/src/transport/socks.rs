@@ -5,7 +5,7 @@
 //! connect counts as done once the proxy has granted the request; ZMTP
 //! then runs over the proxied connection.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::net::IpAddr;
 
 use bytes::BytesMut;
@@ -105,7 +105,7 @@ impl Socks5 {
     /// Writes what is pending; `Ok(false)` if the proxy takes no more now.
     fn flush(&mut self) -> io::Result<bool> {
         while self.sent < self.out.len() {
-            match self.inner.write(&self.out[self.sent..]) {
+            match Stream::write_vectored(&mut self.inner, &[IoSlice::new(&self.out[self.sent..])]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),

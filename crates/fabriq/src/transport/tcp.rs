@@ -2,7 +2,7 @@
 //! resolution at each connect, the canonical endpoint text, and the socket
 //! options that apply to TCP streams.
 
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
@@ -13,6 +13,7 @@ use mio::{Interest, Registry, Token};
 use rustix::net::sockopt;
 
 use super::{Address, Listener, Poller, Role, Stream, Transport};
+use crate::accept_filter::AcceptFilters;
 use crate::error::{err, fail, Error, Result};
 use crate::options::Options;
 
@@ -37,7 +38,14 @@ impl Transport for Tcp {
 
     fn bind(&self, address: &Address, opts: &Options) -> Result<(Box<dyn Listener>, String)> {
         let (listener, text) = bind_text(&address.address, opts)?;
-        Ok((Box::new(listener), text))
+        if opts.accept_filters.tcp.is_empty() {
+            return Ok((Box::new(listener), text));
+        }
+        let filtered = FilteredListener {
+            listener,
+            filters: opts.accept_filters.clone(),
+        };
+        Ok((Box::new(filtered), text))
     }
 
     fn check_connect(&self, address: &Address, opts: &Options) -> Result<()> {
@@ -59,18 +67,38 @@ impl Transport for Tcp {
 /// Binds `address` (`HOST:PORT`, checked); the listener and its
 /// `tcp://` text.
 pub(crate) fn bind_text(address: &str, opts: &Options) -> Result<(mio::net::TcpListener, String)> {
+    if opts.use_fd >= 0 {
+        let fd = super::use_fd::take_listener(opts.use_fd, &[libc::AF_INET, libc::AF_INET6])?;
+        let l = std::net::TcpListener::from(fd);
+        let io = |e: io::Error| fail(Error::from_io(&e), e.to_string());
+        l.set_nonblocking(true).map_err(io)?;
+        let local = l.local_addr().map_err(io)?;
+        return Ok((mio::net::TcpListener::from_std(l), tcp_text(local)));
+    }
     let (host, port) = split(address);
     bind(host, port, opts)
 }
 
+/// Splits a connect address into its source (`SRC;` before the
+/// destination, libzmq's source-address form) and destination.
+fn source_and_destination(address: &str) -> (Option<&str>, &str) {
+    match address.split_once(';') {
+        Some((src, dst)) => (Some(src), dst),
+        None => (None, address),
+    }
+}
+
 /// See [`Transport::check_connect`].
-pub(crate) fn check_connect(address: &str, opts: &Options) -> Result<()> {
+pub(crate) fn check_connect(address: &str, _opts: &Options) -> Result<()> {
     {
+        let (_, address) = source_and_destination(address);
         let (host, port) = split(address);
-        // An address literal is checked now (an IPv6 address needs the
-        // ipv6 option); a host name is looked up at every attempt.
+        // An address literal is checked now; a host name is looked up at
+        // every attempt. An IPv6 literal without the ipv6 option is
+        // accepted, as libzmq's connect defers resolution: the attempts
+        // then fail until the option is set.
         if host.parse::<IpAddr>().is_ok() || host.starts_with('[') {
-            resolve(host, port.unwrap_or(0), opts.ipv6)?;
+            resolve(host, port.unwrap_or(0), true)?;
         }
         Ok(())
     }
@@ -79,27 +107,66 @@ pub(crate) fn check_connect(address: &str, opts: &Options) -> Result<()> {
 /// Starts a non-blocking connect to `address` (`HOST:PORT`, checked),
 /// resolving a host name now.
 pub(crate) fn connect(address: &str, opts: &Options) -> io::Result<mio::net::TcpStream> {
-    {
-        let (host, port) = split(address);
-        let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                crate::error::last_error_detail().unwrap_or_default(),
-            )
-        })?;
-        let s = mio::net::TcpStream::connect(addr)?;
-        let _ = s.set_nodelay(true);
-        Ok(s)
+    let not_found = |_| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            crate::error::last_error_detail().unwrap_or_default(),
+        )
+    };
+    let (source, address) = source_and_destination(address);
+    let (host, port) = split(address);
+    let addr = resolve(host, port.unwrap_or(0), opts.ipv6).map_err(not_found)?;
+    let s = match source {
+        None => mio::net::TcpStream::connect(addr)?,
+        Some(source) => {
+            let (host, port) = split(source);
+            let src = resolve_bind(host, port.unwrap_or(0), opts.ipv6).map_err(not_found)?;
+            connect_from(src, addr)?
+        }
+    };
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
+
+/// A non-blocking connect from the local address `src` (`SO_REUSEADDR`
+/// set first, as libzmq's tcp_connecter does, so that one source port
+/// can connect to several destinations).
+fn connect_from(src: SocketAddr, dst: SocketAddr) -> io::Result<mio::net::TcpStream> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    if src.is_ipv4() != dst.is_ipv4() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("source {src} and destination {dst} are of different address families"),
+        ));
     }
+    let family = if dst.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    rustix::net::bind(&fd, &src)?;
+    match rustix::net::connect(&fd, &dst) {
+        Ok(()) | Err(rustix::io::Errno::INPROGRESS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(mio::net::TcpStream::from_std(std::net::TcpStream::from(fd)))
 }
 
 /// Checks a `HOST:PORT` address for binding or connecting.
 pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
-    if role == Role::Connect && rest.contains(';') {
-        return err(
-            Error::EINVAL,
-            format!("endpoint {text:?}: source-address connects (src;dst) are not supported"),
-        );
+    if let Some((source, rest)) = rest.split_once(';') {
+        if role != Role::Connect {
+            return err(
+                Error::EINVAL,
+                format!("endpoint {text:?}: a source address (SRC;DST) is for connects only"),
+            );
+        }
+        // The source is an address to bind, port `*` or 0 for any.
+        parse(text, source, Role::Bind)?;
+        return parse(text, rest, role);
     }
     let Some((host, port)) = rest.rsplit_once(':') else {
         return err(
@@ -107,8 +174,11 @@ pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
             format!("tcp endpoint {text:?} has no port; write tcp://HOST:PORT"),
         );
     };
-    // A bare IPv6 address without brackets ("::1") would split wrongly.
-    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+    // A bare IPv6 address without brackets ("::1") would split wrongly
+    // when binding; a connect takes it when what is left of the last
+    // colon is an IPv6 address (`tcp://::1:5555`), as libzmq does.
+    let bare_v6 = role == Role::Connect && host.parse::<Ipv6Addr>().is_ok();
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) && !bare_v6 {
         return err(
             Error::EINVAL,
             format!("tcp endpoint {text:?}: IPv6 addresses must be in brackets, tcp://[::1]:PORT"),
@@ -130,6 +200,16 @@ pub(crate) fn parse(text: &str, rest: &str, role: Role) -> Result<()> {
         },
     };
     if role == Role::Connect {
+        // libzmq's quick check of a connect address (socket_base.cpp):
+        // letters, digits and `.-:%;[]_*` only, so a name with spaces is
+        // refused now rather than at every attempt.
+        let allowed = |c: char| c.is_ascii_alphanumeric() || ".-:%;[]_*".contains(c);
+        if !host.chars().all(allowed) {
+            return err(
+                Error::EINVAL,
+                format!("tcp endpoint {text:?}: {host:?} is not a host name or address"),
+            );
+        }
         if host == "*" {
             return err(
                 Error::EINVAL,
@@ -283,7 +363,7 @@ impl Stream for mio::net::TcpStream {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        Write::write_vectored(self, bufs)
+        super::write_fd(self.as_fd(), bufs)
     }
 
     fn connect_result(&mut self) -> io::Result<bool> {
@@ -353,6 +433,42 @@ impl Listener for mio::net::TcpListener {
     }
 }
 
+/// A tcp listener with `ZMQ_TCP_ACCEPT_FILTER` masks: connections from
+/// other addresses are closed as they are accepted.
+#[derive(Debug)]
+struct FilteredListener {
+    listener: mio::net::TcpListener,
+    filters: AcceptFilters,
+}
+
+impl Listener for FilteredListener {
+    fn accept(&mut self) -> io::Result<Option<Box<dyn Stream>>> {
+        loop {
+            match mio::net::TcpListener::accept(&self.listener) {
+                Ok((s, peer)) if self.filters.tcp_allows(peer.ip()) => {
+                    let _ = s.set_nodelay(true);
+                    return Ok(Some(Box::new(s)));
+                }
+                Ok((_, peer)) => tracing::debug!("tcp accept filter: {peer} refused"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        Source::register(&mut self.listener, registry, token, Interest::READABLE)
+    }
+
+    fn deregister(&mut self, registry: &Registry) {
+        let _ = Source::deregister(&mut self.listener, registry);
+    }
+
+    fn monitor_value(&self) -> u32 {
+        self.listener.as_raw_fd() as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,6 +481,8 @@ mod tests {
             ("*:0", Role::Bind),
             ("[::1]:0", Role::Bind),
             ("localhost:5555", Role::Connect),
+            ("::1:5555", Role::Connect),
+            ("127.0.0.1:*;[::1]:5555", Role::Connect),
         ] {
             assert_eq!(parse(text, text, role), Ok(()), "{text}");
         }
@@ -380,8 +498,10 @@ mod tests {
             ("host:99999", Role::Connect),
             ("host:*", Role::Connect),
             ("*:5555", Role::Connect),
-            ("::1:5555", Role::Connect),
+            ("::1:5555", Role::Bind),
+            ("fe80::x:5555", Role::Connect),
             ("a;b:1", Role::Connect),
+            ("127.0.0.1:0;127.0.0.1:1", Role::Bind),
         ] {
             assert_eq!(parse(text, text, role), Err(Error::EINVAL), "{text}");
         }

@@ -323,6 +323,7 @@ mod loom_models {
                 identity: Default::default(),
                 metadata: None,
                 all_groups: false,
+                late: None,
             },
             peer_io: Some(s.link.clone()),
             reader: Default::default(),
