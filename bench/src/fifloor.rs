@@ -452,14 +452,7 @@ fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     let elapsed_s = start.elapsed().as_secs_f64();
     gate.wait_done()?;
     let usage = Usage::now().since(&before);
-    Ok(Outcome {
-        messages: sc.count,
-        bytes: sc.count * sc.size as u64,
-        elapsed_s,
-        rate: sc.count as f64 / elapsed_s,
-        usage,
-        ..Outcome::default()
-    })
+    Ok(Outcome::sent(sc, elapsed_s, usage))
 }
 
 fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {

@@ -166,14 +166,7 @@ pub fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     let elapsed_s = start.elapsed().as_secs_f64();
     gate.wait_done()?;
     let usage = Usage::now().since(&before);
-    Ok(Outcome {
-        messages: sc.count,
-        bytes: total,
-        elapsed_s,
-        rate: sc.count as f64 / elapsed_s,
-        usage,
-        ..Outcome::default()
-    })
+    Ok(Outcome::sent(sc, elapsed_s, usage))
 }
 
 /// Reads exactly the warm-up bytes, says `READY`, then times reading

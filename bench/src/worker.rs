@@ -127,6 +127,19 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The outcome of a sending side: `sc.count` messages of `sc.size`
+    /// bytes sent in `elapsed_s`, the CPU `usage` meanwhile.
+    pub fn sent(sc: &Scenario, elapsed_s: f64, usage: Usage) -> Outcome {
+        Outcome {
+            messages: sc.count,
+            bytes: sc.count * sc.size as u64,
+            elapsed_s,
+            rate: sc.count as f64 / elapsed_s,
+            usage,
+            ..Outcome::default()
+        }
+    }
+
     /// The outcome of a REQ/REP side: `sc.count` round trips timed from
     /// `start`, the CPU used since `before`, and (clients) the latencies.
     pub fn round_trips(

@@ -208,14 +208,7 @@ macro_rules! zmq_like {
                 gate.wait_done()?;
                 let usage = Usage::now().since(&before);
                 drop(sock);
-                Ok(Outcome {
-                    messages: sc.count,
-                    bytes: sc.count * sc.size as u64,
-                    elapsed_s,
-                    rate: sc.count as f64 / elapsed_s,
-                    usage,
-                    ..Outcome::default()
-                })
+                Ok(Outcome::sent(sc, elapsed_s, usage))
             }
 
             /// Binds, skips warm-up messages, then times and checks

@@ -25,7 +25,9 @@ fn open(info: &Info) -> (Domain, PagedEndpoint) {
     (domain, ep)
 }
 
-/// Reads 4096 bytes at each `(addr, key)` of `probes` from `lender`, each
+/// Reads 4096 bytes at each `(addr, key)` of `probes` from `lender` (an
+/// endpoint of ours to progress meanwhile, or `None` when it lives in
+/// another process and `name` is its address), each
 /// from an endpoint of its own in `domain` (a provider may drop the
 /// connection of a read it refuses: tcp does), all at once, and waits at
 /// most `limit` for their outcomes: the bytes, an error, or `None` when
@@ -33,7 +35,8 @@ fn open(info: &Info) -> (Domain, PagedEndpoint) {
 fn read_all(
     info: &Info,
     domain: &Domain,
-    lender: &mut PagedEndpoint,
+    mut lender: Option<&mut PagedEndpoint>,
+    name: &[u8],
     probes: &[(u64, u64)],
     limit: std::time::Duration,
 ) -> Vec<Option<Result<Bytes, String>>> {
@@ -48,7 +51,7 @@ fn read_all(
         .iter()
         .map(|_| {
             let mut ep = PagedEndpoint::open(domain, info, config).unwrap();
-            let at = ep.insert_peer(&lender.name().unwrap()).unwrap();
+            let at = ep.insert_peer(name).unwrap();
             (ep, at)
         })
         .collect();
@@ -71,8 +74,10 @@ fn read_all(
                 }
             }
         }
-        let _ = lender.poll(&mut events, 16);
-        events.clear();
+        if let Some(lender) = lender.as_deref_mut() {
+            let _ = lender.poll(&mut events, 16);
+            events.clear();
+        }
         for (ep, _) in &mut rogues {
             let _ = ep.poll(&mut events, 16);
         }
@@ -109,7 +114,15 @@ fn guessed_keys_read_nothing(provider: &str) {
         probes.extend(keys.iter().map(|&k| (lent.rma_addr(), k)));
     }
     let limit = std::time::Duration::from_secs(5);
-    let outcomes = read_all(&info, &rogue_domain, &mut lender, &probes, limit);
+    let name = lender.name().unwrap();
+    let outcomes = read_all(
+        &info,
+        &rogue_domain,
+        Some(&mut lender),
+        &name,
+        &probes,
+        limit,
+    );
     for ((addr, key), outcome) in probes.iter().zip(outcomes) {
         if let Some(Ok(got)) = outcome {
             assert!(
@@ -121,7 +134,16 @@ fn guessed_keys_read_nothing(provider: &str) {
     // Whoever was told the key reads them.
     let right = [(lent.rma_addr(), lent.key())];
     let limit = std::time::Duration::from_secs(20);
-    match read_all(&info, &rogue_domain, &mut lender, &right, limit).remove(0) {
+    match read_all(
+        &info,
+        &rogue_domain,
+        Some(&mut lender),
+        &name,
+        &right,
+        limit,
+    )
+    .remove(0)
+    {
         Some(Ok(got)) => assert_eq!(got[..], secret[..4096]),
         other => panic!("{provider}: the right key: {other:?}"),
     }
@@ -459,58 +481,17 @@ fn shm_rogue(spec: &str) {
     let keys: Vec<u64> = it.map(|k| k.parse().unwrap()).collect();
     let info = shm_virt_info();
     let domain = Domain::open_info(&info).unwrap();
-    let config = PagedConfig {
-        max_sends: 2,
-        max_recvs: 1,
-        wait: fabriq_ofi::Wait::None,
-        av_size: 2,
-    };
-    let pool = ReadPool::new(&domain, 1 << 20, 1 << 20);
-    let mut eps: Vec<(PagedEndpoint, FiAddr)> = keys
-        .iter()
-        .map(|_| {
-            let mut ep = PagedEndpoint::open(&domain, &info, config).unwrap();
-            let at = ep.insert_peer(&name).unwrap();
-            (ep, at)
-        })
-        .collect();
-    let mut posted = vec![false; keys.len()];
-    let mut outcome = vec![None::<String>; keys.len()];
-    let dl = deadline(10);
-    let mut events = Vec::new();
-    while outcome.iter().any(Option::is_none) && Instant::now() < dl {
-        for (i, &key) in keys.iter().enumerate() {
-            if posted[i] {
-                continue;
-            }
-            let (ep, at) = &mut eps[i];
-            match ep.read(pool.get(4096).unwrap(), *at, addr, key, i as u64) {
-                Ok(()) => posted[i] = true,
-                Err(refused) if refused.error.is_again() => {}
-                Err(refused) => {
-                    posted[i] = true;
-                    outcome[i] = Some(format!("ERR {}", refused.error));
-                }
-            }
-        }
-        for (ep, _) in &mut eps {
-            let _ = ep.poll(&mut events, 16);
-        }
-        for e in events.drain(..) {
-            let (tag, what) = match e {
-                Event::ReadDone { data, tag } if data.iter().all(|&b| b == 0x5a) => {
-                    (tag, "got-lent-bytes".to_string())
-                }
-                Event::ReadDone { tag, .. } => (tag, "other-bytes".to_string()),
-                Event::ReadFailed { error, tag } => (tag, format!("ERR {error}")),
-                other => panic!("unexpected {other:?}"),
-            };
-            outcome[tag as usize] = Some(what);
-        }
-        std::thread::yield_now();
-    }
-    for (key, o) in keys.iter().zip(outcome) {
-        println!("PROBE {key} {}", o.as_deref().unwrap_or("none"));
+    let probes: Vec<(u64, u64)> = keys.iter().map(|&k| (addr, k)).collect();
+    let limit = std::time::Duration::from_secs(10);
+    let outcomes = read_all(&info, &domain, None, &name, &probes, limit);
+    for (key, o) in keys.iter().zip(outcomes) {
+        let what = match o {
+            Some(Ok(data)) if data.iter().all(|&b| b == 0x5a) => "got-lent-bytes".to_string(),
+            Some(Ok(_)) => "other-bytes".to_string(),
+            Some(Err(e)) => format!("ERR {e}"),
+            None => "none".to_string(),
+        };
+        println!("PROBE {key} {what}");
     }
 }
 
