@@ -518,6 +518,40 @@ mod tests {
         assert_eq!(pipes.index_of(pipes.list[1].id), Some(1));
     }
 
+    /// Below the ring (a few pipes, scanned): pipes with messages take
+    /// turns from the one after the last served, so a peer that sends
+    /// again at once (a REQ answered) waits for the others' turns, as the
+    /// compat matrix's rep_fair_queue expects of a REP but cannot time.
+    #[test]
+    fn scanned_pipes_take_turns_after_the_last_served() {
+        let signal = Arc::new(Signal::new().unwrap());
+        let (mut pipes, queues) = test_pipes(3, &signal);
+        pipes.ring_above = MAX_PUMPED_PIPES;
+        for b in [1, 2, 3] {
+            queues[0].push(msg(b));
+        }
+        queues[1].push(msg(20));
+        queues[2].push(msg(30));
+        queues[2].push(msg(31));
+        let mut got = Vec::new();
+        while let Some((i, item)) = pipes.fair_recv() {
+            got.push((i, byte(item)));
+        }
+        assert_eq!(got, [(0, 1), (1, 20), (2, 30), (0, 2), (2, 31), (0, 3)]);
+        // Lock-step peers: each served one sends again at once, while the
+        // others wait with theirs; nobody is served twice before the rest.
+        for (k, q) in queues.iter().enumerate() {
+            q.push(msg(k as u8));
+        }
+        let mut order = Vec::new();
+        for _ in 0..9 {
+            let (i, _) = pipes.fair_recv().expect("a request waits");
+            order.push(i);
+            queues[i].push(msg(i as u8));
+        }
+        assert_eq!(order, [1, 2, 0, 1, 2, 0, 1, 2, 0]);
+    }
+
     /// A pipe's name waits in the signal at most once until taken, so a
     /// socket that never takes names (or takes them late) does not pile
     /// them up.
