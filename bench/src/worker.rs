@@ -316,8 +316,30 @@ pub fn warm_burst(size: usize) -> u64 {
     (256 * 1024 / size.max(1)).clamp(1, 100) as u64
 }
 
+/// Diagnostics for a worker that misbehaves: with `FABRIQ_LOG` set (a
+/// tracing filter such as `fabriq=debug`), fabriq's events go to the
+/// worker's stderr, which the runner keeps beside the trial's error.
+fn log_to_stderr() {
+    let Ok(filter) = std::env::var("FABRIQ_LOG") else {
+        return;
+    };
+    let filter = match tracing_subscriber::EnvFilter::try_new(&filter) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("fabriq-bench worker: FABRIQ_LOG={filter:?} is not a filter: {e}");
+            return;
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_thread_names(true)
+        .try_init();
+}
+
 /// The worker entry point: runs the spec, prints the report, exits.
 pub fn main(spec_json: &str) -> ExitCode {
+    log_to_stderr();
     let spec: WorkerSpec = match serde_json::from_str(spec_json) {
         Ok(spec) => spec,
         Err(e) => {

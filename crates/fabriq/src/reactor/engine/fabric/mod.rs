@@ -128,6 +128,8 @@ pub(crate) struct FabricEngine {
     pending_read: Option<(usize, u64, u64)>,
     /// The control connection ended after a FIN: how it ended.
     drain_end: Option<End>,
+    /// The node has this connection waiting for a page ([`Node::page`]).
+    awaits_page: bool,
 }
 
 impl std::fmt::Debug for FabricEngine {
@@ -147,11 +149,15 @@ struct EngineSource<'a> {
     subs: Option<&'a mut Topics>,
     rendezvous: bool,
     now: Instant,
+    /// The node has us waiting for a page.
+    awaits_page: &'a mut bool,
 }
 
 impl Source<Page> for EngineSource<'_> {
     fn page(&mut self) -> Option<Page> {
-        self.node.page(self.key)
+        let page = self.node.page(self.key);
+        *self.awaits_page = page.is_none();
+        page
     }
 
     fn next(&mut self) -> Option<Item> {
@@ -352,6 +358,7 @@ impl FabricEngine {
             subs,
             rendezvous: self.rendezvous,
             now,
+            awaits_page: &mut self.awaits_page,
         };
         let mut sent = false;
         loop {
@@ -375,7 +382,15 @@ impl FabricEngine {
             }
             match self.outbox.fill(&mut src, now) {
                 Filled::Page => continue,
-                Filled::Drained | Filled::NoPage => break,
+                Filled::Drained => {
+                    if std::mem::take(src.awaits_page) {
+                        // Nothing left to fill: do not hold the others to
+                        // their share for a page we would not use.
+                        self.node.page_not_needed(self.key);
+                    }
+                    break;
+                }
+                Filled::NoPage => break,
             }
         }
         if let Some(why) = self.outbox.failed() {

@@ -101,11 +101,12 @@ struct NodeState {
     pending_ready: Vec<Token>,
     /// Pages no connection claimed (forged, or for a connection gone).
     unclaimed: u64,
-    /// Connections that found the pool empty: readied when a sent page
-    /// returns to it. (Without this a PUB's connection that found no page
-    /// while its siblings held them all was never driven again: its pipe
-    /// stayed full, the PUB dropped its messages, and that subscriber got
-    /// nothing; four and sixteen subscribers over shm, 64 KiB.)
+    /// Connections waiting for a page ([`Node::page`]), in the order they
+    /// first asked: readied each time a sent page returns to the pool,
+    /// until they get one. (Without this a PUB's connection that found no
+    /// page while its siblings held them all was never driven again: its
+    /// pipe stayed full, the PUB dropped its messages, and that subscriber
+    /// got nothing; four and sixteen subscribers over shm, 64 KiB.)
     page_waiters: Vec<Token>,
 }
 
@@ -402,19 +403,45 @@ impl Node {
         s.pool.available() < s.posted
     }
 
-    /// A free page to fill for connection `key`, if the pool has one;
-    /// if not, `key` is readied when a sent page returns to the pool.
+    /// A free page to fill for connection `key`, if the pool has one and
+    /// `key` may take it; if not, `key` waits, readied each time a sent
+    /// page returns to the pool, until it gets one or says it no longer
+    /// needs one ([`Node::page_not_needed`]).
+    ///
+    /// While another connection waits, one that already has its share of
+    /// the send pages in flight waits too. Without that the pool went to
+    /// whoever asked first, and the loop drives readied connections in
+    /// token order: a PUB to sixteen subscribers over ofi+tcp at 64 KiB
+    /// (credits for 64 pages each, 384 send pages in all) gave the first
+    /// connections every returning page and the last ones none, for good.
     pub(crate) fn page(&self, key: u32) -> Option<Page> {
         let mut s = self.lock();
-        let page = s.pool.get();
-        if page.is_none() {
-            if let Some(token) = s.conns.get(&key).map(|c| c.token) {
-                if !s.page_waiters.contains(&token) {
-                    s.page_waiters.push(token);
-                }
-            }
+        let s = &mut *s;
+        let Some(c) = s.conns.get(&key) else {
+            return s.pool.get();
+        };
+        let token = c.token;
+        let others_wait = s.page_waiters.iter().any(|t| *t != token);
+        let page = if others_wait && c.in_flight >= s.send_share() {
+            None
+        } else {
+            s.pool.get()
+        };
+        match page {
+            Some(_) => s.page_waiters.retain(|t| *t != token),
+            None if !s.page_waiters.contains(&token) => s.page_waiters.push(token),
+            None => {}
         }
         page
+    }
+
+    /// `key` waited for a page ([`Node::page`]) and has nothing to put in
+    /// one any more: it stops holding the others to their share.
+    pub(crate) fn page_not_needed(&self, key: u32) {
+        let mut s = self.lock();
+        if let Some(token) = s.conns.get(&key).map(|c| c.token) {
+            s.page_waiters.retain(|t| *t != token);
+        }
     }
 
     /// Sends `page` to `dest` stamped with `data`; gives the page back
@@ -613,6 +640,14 @@ impl NodeState {
         self.post_receives();
     }
 
+    /// The send pages (the pool less the receives kept posted) divided
+    /// among the connections: what one may keep in flight while another
+    /// waits for a page.
+    fn send_share(&self) -> usize {
+        let sendable = self.pool.count().saturating_sub(self.posted);
+        (sendable / self.conns.len().max(1)).max(1)
+    }
+
     /// Offers a received page to the connections: those of its source
     /// address first (or all, without one).
     fn claim(&mut self, data: u64, src: Option<FiAddr>, page: Page, ready: &mut Vec<Token>) {
@@ -659,7 +694,7 @@ impl NodeState {
             // A send's tag is the key of the connection it was for.
             Sent { page, tag, .. } => {
                 drop(page);
-                ready.append(&mut self.page_waiters);
+                ready.extend_from_slice(&self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     ready.push(c.token);
@@ -669,7 +704,7 @@ impl NodeState {
                 page, tag, error, ..
             } => {
                 drop(page);
-                ready.append(&mut self.page_waiters);
+                ready.extend_from_slice(&self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     c.failed = Some(error.to_string());
@@ -891,6 +926,59 @@ mod tests {
             }
         }
         assert!(sender.page(b).is_some(), "the page B waited for");
+    }
+
+    /// While a connection waits for a page, one that has its share of the
+    /// send pages in flight leaves a returning page to it, and takes pages
+    /// freely again once nobody waits. (A PUB to sixteen subscribers over
+    /// ofi+tcp at 64 KiB gave every returning page to the connections the
+    /// loop drives first, and the last subscribers got nothing.)
+    #[test]
+    fn a_connection_with_its_share_in_flight_leaves_returning_pages_to_one_that_waits() {
+        let small = FabricOptions {
+            page_count: 16,
+            ..FabricOptions::default()
+        };
+        let sender = Node::open(Some("shm"), None, &small).expect("shm");
+        let receiver = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let (a, _) = sender.add(Token(1), false).unwrap();
+        let (b, _) = sender.add(Token(2), false).unwrap();
+        let dest = sender.authenticate(a, &receiver.name).unwrap();
+        let share = sender.lock().send_share();
+        assert_eq!(share, 6, "16 pages less 4 posted, between two connections");
+        // A puts its share in flight (completions are not read meanwhile,
+        // except by a send the provider refuses).
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while sender.lock().conns[&a].in_flight < share {
+            let mut page = sender.page(a).expect("a free page");
+            page.fill(&[0, 1, b'x']).unwrap();
+            while let Err(back) = sender.send(a, page, dest, 1) {
+                assert!(std::time::Instant::now() < until, "the sends never went");
+                receiver.progress(0);
+                page = back;
+            }
+        }
+        // A holds the rest of the pool; B finds none and waits.
+        let mut held = Vec::new();
+        while let Some(page) = sender.page(a) {
+            held.push(page);
+        }
+        assert!(sender.page(b).is_none(), "the pool is empty");
+        drop(held.pop());
+        assert!(
+            sender.page(a).is_none(),
+            "A, with its share in flight, leaves the page to B"
+        );
+        let for_b = sender.page(b).expect("the page B waited for");
+        drop(held.pop());
+        let for_a = sender.page(a).expect("nobody waits: A takes it");
+        // A connection that stops needing a page frees the others too.
+        assert!(sender.page(b).is_none(), "the pool is empty again");
+        drop(held.pop());
+        assert!(sender.page(a).is_none(), "B waits again");
+        sender.page_not_needed(b);
+        assert!(sender.page(a).is_some(), "B no longer waits");
+        drop((for_a, for_b));
     }
 
     #[test]

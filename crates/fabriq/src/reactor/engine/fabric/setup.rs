@@ -140,6 +140,7 @@ impl FabricEngine {
             retry_at: None,
             pending_read: None,
             drain_end: None,
+            awaits_page: false,
         })
     }
 
