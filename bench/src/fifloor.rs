@@ -8,8 +8,14 @@
 //!   shows): the sender keeps up to [`window`] sends of one message each
 //!   in flight, from registered memory, and busy-polls its completion
 //!   queues; each receiver keeps as many receives posted and busy-polls.
-//!   With several receivers (PUB/SUB) each message goes to each receiver
-//!   in turn, one send per receiver (no multicast in RDM endpoints).
+//! - **Fan-out (PUB/SUB to several receivers)**: each message goes to each
+//!   receiver in turn, one send per receiver (no multicast in RDM
+//!   endpoints), with a window per receiver ([`fan_out_pages`]), and the
+//!   receivers sleep the way fabriq's subscribers do (below): sixteen
+//!   receivers busy-polling two CPUs left the sender a sliver of one, and
+//!   the "floor" moved 1 % of what fabriq did. The sender rings sleeping
+//!   receivers' doorbells once per [`RING_EVERY`] rounds and before it
+//!   waits for a free page.
 //! - **Latency, the event-driven ping-pong floor**: one message in
 //!   flight, and each side sleeps until its message arrives the way
 //!   fabriq's I/O thread sleeps: on the completion queues' wait
@@ -51,6 +57,20 @@ pub fn window(size: usize) -> usize {
     ((16 << 20) / size.max(1)).clamp(8, 64)
 }
 
+/// Send pages of a fan-out sender: a [`window`] per receiver, at most
+/// 64 MiB in all (and never fewer than one window).
+pub fn fan_out_pages(size: usize, receivers: usize) -> usize {
+    let w = window(size);
+    w.saturating_mul(receivers)
+        .min((64 << 20) / size.max(1))
+        .max(w)
+}
+
+/// Rounds (one message to every receiver) between rings of sleeping
+/// receivers' doorbells in the fan-out floor: fabriq's engine rings once
+/// per turn, which carries many pages.
+pub const RING_EVERY: u64 = 8;
+
 fn ofi(what: &'static str) -> impl Fn(fabriq_ofi::Error) -> String {
     move |e| format!("{what}: {e}")
 }
@@ -84,6 +104,8 @@ struct Side {
     hello: Option<Vec<u8>>,
     /// Wakes the peer's doorbell.
     ringer: Option<UnixDatagram>,
+    /// Doorbells of peers sent to since they were last rung (fan-out).
+    unrung: Vec<String>,
     size: usize,
 }
 
@@ -157,6 +179,7 @@ impl Side {
             received: 0,
             hello: None,
             ringer: None,
+            unrung: Vec::new(),
             size,
         })
     }
@@ -230,6 +253,8 @@ impl Side {
             if let Some(p) = self.sends.get() {
                 break p;
             }
+            // Sleeping receivers may hold the completions we wait for.
+            self.ring_unrung()?;
             self.poll()?;
             if Instant::now() > deadline {
                 return Err("no send completed in 30 s".into());
@@ -249,11 +274,33 @@ impl Side {
         }
     }
 
+    /// Notes that `peer` was sent to and not rung yet.
+    fn unrung(&mut self, peer: &Peer) {
+        if let Some(name) = &peer.doorbell {
+            if !self.unrung.contains(name) {
+                self.unrung.push(name.clone());
+            }
+        }
+    }
+
+    /// Rings every peer sent to since its last ring.
+    fn ring_unrung(&mut self) -> Result<(), String> {
+        for name in std::mem::take(&mut self.unrung) {
+            self.ring_name(&name)?;
+        }
+        Ok(())
+    }
+
     /// Rings the peer's doorbell (if it has one).
     fn ring(&mut self, peer: &Peer) -> Result<(), String> {
-        let Some(name) = &peer.doorbell else {
-            return Ok(());
-        };
+        match &peer.doorbell {
+            Some(name) => self.ring_name(&name.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Rings the doorbell named `name`.
+    fn ring_name(&mut self, name: &str) -> Result<(), String> {
         if self.ringer.is_none() {
             let s = UnixDatagram::unbound().map_err(|e| format!("ringer: {e}"))?;
             s.set_nonblocking(true)
@@ -266,6 +313,9 @@ impl Side {
             Some(Ok(_)) => Ok(()),
             // Full: rings are unread, the peer wakes anyway.
             Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            // Gone: a receiver that has all its messages closes its
+            // doorbell while the last rings of a fan-out are on their way.
+            Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(()),
             Some(Err(e)) => Err(format!("ring {name}: {e}")),
             None => Ok(()),
         }
@@ -416,21 +466,38 @@ pub fn run(spec: &WorkerSpec, role: Role, gate: &dyn Gate) -> Result<Outcome, St
     }
 }
 
-/// Streams `n` messages to every peer in turn.
-fn stream(side: &mut Side, peers: &[Peer], n: u64) -> Result<(), String> {
+/// Streams `n` messages to every peer in turn; with `rings`, rings the
+/// peers every [`RING_EVERY`] rounds and at the end.
+fn stream(side: &mut Side, peers: &[Peer], n: u64, rings: bool) -> Result<(), String> {
     let size = side.size;
-    for _ in 0..n {
+    for round in 1..=n {
         for p in peers {
             side.send(p, &[], size)?;
+            if rings {
+                side.unrung(p);
+            }
+        }
+        if round % RING_EVERY == 0 {
+            side.ring_unrung()?;
         }
     }
-    Ok(())
+    side.ring_unrung()
+}
+
+/// Whether the scenario fans out to several receivers (which then sleep
+/// rather than busy-poll, as fabriq's subscribers do).
+fn fans_out(sc: &Scenario) -> bool {
+    sc.subs > 1
 }
 
 fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     let sc = &spec.scenario;
-    let w = window(sc.size);
-    let mut side = Side::open(sc.transport, sc.size, 4, w, false)?;
+    let pages = if fans_out(sc) {
+        fan_out_pages(sc.size, spec.endpoints.len())
+    } else {
+        window(sc.size)
+    };
+    let mut side = Side::open(sc.transport, sc.size, 4, pages, false)?;
     let peers = spec
         .endpoints
         .iter()
@@ -439,7 +506,8 @@ fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     for p in &peers {
         side.hello(p)?;
     }
-    stream(&mut side, &peers, sc.warm)?;
+    let rings = fans_out(sc);
+    stream(&mut side, &peers, sc.warm, rings)?;
     while !gate.go()? {
         // Manual progress: what is in flight moves only while polled.
         side.poll()?;
@@ -447,7 +515,7 @@ fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     }
     let before = Usage::now();
     let start = Instant::now();
-    stream(&mut side, &peers, sc.count)?;
+    stream(&mut side, &peers, sc.count, rings)?;
     side.drain_sends()?;
     let elapsed_s = start.elapsed().as_secs_f64();
     gate.wait_done()?;
@@ -458,7 +526,7 @@ fn sender(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
 fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     let sc = &spec.scenario;
     let w = window(sc.size);
-    let mut side = Side::open(sc.transport, sc.size, w, 1, false)?;
+    let mut side = Side::open(sc.transport, sc.size, w, 1, fans_out(sc))?;
     gate.bound(&side.endpoint()?);
     side.accept()?;
     for _ in 0..sc.warm {
@@ -469,10 +537,12 @@ fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     side.recv()?;
     let before = Usage::now();
     let start = Instant::now();
+    let started_at = crate::worker::wall_now();
     for _ in 1..sc.count {
         side.recv()?;
     }
     let elapsed_s = start.elapsed().as_secs_f64();
+    let span = Some((started_at, crate::worker::wall_now()));
     let usage = Usage::now().since(&before);
     let timed = sc.count.saturating_sub(1).max(1) as f64;
     Ok(Outcome {
@@ -481,6 +551,7 @@ fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
         elapsed_s,
         rate: timed / elapsed_s.max(1e-9),
         usage,
+        span,
         ..Outcome::default()
     })
 }
@@ -541,5 +612,13 @@ mod tests {
         assert_eq!(window(65536), 64);
         assert_eq!(window(1 << 20), 16);
         assert_eq!(window(64 << 20), 8);
+    }
+
+    #[test]
+    fn a_fan_out_sender_has_a_window_per_receiver_up_to_64_mib() {
+        assert_eq!(fan_out_pages(64, 16), 64 * 16);
+        assert_eq!(fan_out_pages(65536, 4), 64 * 4);
+        assert_eq!(fan_out_pages(65536, 16), 1024, "64 MiB of 64 KiB pages");
+        assert_eq!(fan_out_pages(64 << 20, 16), 8, "never below one window");
     }
 }

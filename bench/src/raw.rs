@@ -197,6 +197,7 @@ pub fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
     }
     let before = Usage::now();
     let start = Instant::now();
+    let started_at = crate::worker::wall_now();
     let mut got = first as u64;
     while got < total {
         let n = s
@@ -208,6 +209,7 @@ pub fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
         got += n as u64;
     }
     let elapsed_s = start.elapsed().as_secs_f64();
+    let span = Some((started_at, crate::worker::wall_now()));
     let usage = Usage::now().since(&before);
     // The clock started at the first read: count the messages after it.
     let timed_msgs = (total - first as u64) as f64 / sc.size as f64;
@@ -217,6 +219,7 @@ pub fn receiver(spec: &WorkerSpec, gate: &dyn Gate) -> Result<Outcome, String> {
         elapsed_s,
         rate: timed_msgs.max(1.0) / elapsed_s.max(1e-9),
         usage,
+        span,
         ..Outcome::default()
     })
 }

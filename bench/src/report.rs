@@ -445,8 +445,10 @@ pub fn render(
          receive exactly the timed count with the right size, else the trial is an error \
          (a receiver that waits 5 s for the next timed message reports the rest as lost, \
          and a trial whose workers have not finished after {:.0} s is killed and is an error).\n\
-         - Throughput is per receiver (PUB/SUB: mean over subscribers, each of which must get \
-         every message); MB/s is payload bytes (1e6).\n\
+         - Throughput is per receiver; PUB/SUB to subscriber processes: the rate at which every \
+         subscriber got every message, from the first timed message any received to the last one \
+         the slowest received (inproc subscribers, threads of one process: the mean of their own \
+         rates); MB/s is payload bytes (1e6).\n\
          - Latency: REQ/REP round trips after warm-up, hdrhistogram, p50 / p99 / p99.9 in us.\n\
          - CPU us/msg = user+sys seconds of all workers (getrusage, over each one's timed \
          section) per million messages; RSS = the largest worker's peak (ru_maxrss).\n\

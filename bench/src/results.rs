@@ -107,8 +107,11 @@ pub struct Trial {
 pub struct Metrics {
     /// Timed messages per receiver (round trips for REQ/REP).
     pub messages: u64,
-    /// Messages per second per receiver (mean over subscribers); round
-    /// trips per second for REQ/REP.
+    /// Messages per second per receiver (PUB/SUB to subscriber
+    /// processes: every subscriber's every message over the span from the
+    /// first timed message to the slowest subscriber's last; inproc: the
+    /// mean of the subscribers' rates); round trips per second for
+    /// REQ/REP.
     pub msg_per_s: f64,
     /// Payload megabytes (1e6) per second per receiver.
     pub mb_per_s: f64,

@@ -659,6 +659,31 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
     Ok(reports)
 }
 
+/// PUB/SUB to several receiver processes: the rate at which every one of
+/// them got every message, from the first timed message any received to
+/// the last one the slowest received. (The mean of each receiver's own
+/// rate, each clocked from its own first message, rewarded a publisher
+/// that serves its subscribers one after another: each got its messages
+/// fast, in its own window. Inproc subscribers, threads of one process,
+/// report rates only and keep the mean.)
+fn fan_out_rate(sc: &Scenario, workers: &[WorkerReport]) -> Option<f64> {
+    if sc.pattern != Pattern::Pubsub {
+        return None;
+    }
+    let spans: Vec<(f64, f64)> = workers
+        .iter()
+        .filter(|w| w.role == Role::Receiver)
+        .map(|w| w.outcome.span)
+        .collect::<Option<_>>()?;
+    if spans.len() < 2 {
+        return None;
+    }
+    let start = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+    let end = spans.iter().map(|s| s.1).fold(0.0, f64::max);
+    let timed = sc.count.saturating_sub(1).max(1) as f64;
+    Some(timed / (end - start).max(1e-9))
+}
+
 /// The trial's figures from its workers' reports.
 fn metrics(sc: &Scenario, workers: &[WorkerReport]) -> Metrics {
     let rates: Vec<f64> = workers
@@ -672,10 +697,10 @@ fn metrics(sc: &Scenario, workers: &[WorkerReport]) -> Metrics {
             Role::Sender | Role::Server => Vec::new(),
         })
         .collect();
-    let msg_per_s = if rates.is_empty() {
-        0.0
-    } else {
-        rates.iter().sum::<f64>() / rates.len() as f64
+    let msg_per_s = match fan_out_rate(sc, workers) {
+        Some(rate) => rate,
+        None if rates.is_empty() => 0.0,
+        None => rates.iter().sum::<f64>() / rates.len() as f64,
     };
     let latency = workers.iter().find_map(|w| w.outcome.latency.clone());
     let cpu_s: f64 = workers
@@ -694,5 +719,66 @@ fn metrics(sc: &Scenario, workers: &[WorkerReport]) -> Metrics {
         cpu_us_per_msg: cpu_s / sc.count as f64 * 1e6,
         peak_rss_kb: workers.iter().map(|w| w.maxrss_kb).max().unwrap_or(0),
         instructions_per_msg: instructions.map(|i| i as f64 / sc.count as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FabricVariant, Transport};
+    use crate::worker::Outcome;
+
+    fn report(role: Role, span: Option<(f64, f64)>, rate: f64) -> WorkerReport {
+        WorkerReport {
+            role,
+            ok: true,
+            error: None,
+            outcome: Outcome {
+                rate,
+                span,
+                ..Outcome::default()
+            },
+            maxrss_kb: 0,
+            pinning: String::new(),
+            instructions: None,
+            security: None,
+        }
+    }
+
+    fn pubsub(subs: usize) -> Scenario {
+        Scenario {
+            pattern: Pattern::Pubsub,
+            transport: Transport::Ipc,
+            size: 64,
+            subs,
+            count: 1001,
+            warm: 10,
+            reps: 1,
+            variant: FabricVariant::Default,
+        }
+    }
+
+    /// Subscribers served one after the other each see a fast stream in
+    /// their own window; the fan-out's rate is over all of them at once.
+    #[test]
+    fn a_fan_out_is_timed_from_the_first_subscriber_start_to_the_last_end() {
+        let sc = pubsub(2);
+        let workers = [
+            report(Role::Sender, None, 0.0),
+            report(Role::Receiver, Some((100.0, 101.0)), 1000.0),
+            report(Role::Receiver, Some((101.0, 102.0)), 1000.0),
+        ];
+        let m = metrics(&sc, &workers);
+        assert!((m.msg_per_s - 500.0).abs() < 1e-6, "{}", m.msg_per_s);
+        assert_eq!(m.per_receiver_msg_per_s, [1000.0, 1000.0]);
+        // Without spans (inproc threads) the mean of the rates stays.
+        let workers = [
+            report(Role::Receiver, None, 1000.0),
+            report(Role::Receiver, None, 3000.0),
+        ];
+        assert!((metrics(&sc, &workers).msg_per_s - 2000.0).abs() < 1e-6);
+        // One subscriber: its own rate.
+        let workers = [report(Role::Receiver, Some((0.0, 10.0)), 100.0)];
+        assert!((metrics(&pubsub(1), &workers).msg_per_s - 100.0).abs() < 1e-6);
     }
 }

@@ -124,6 +124,19 @@ pub struct Outcome {
     pub latency: Option<Latency>,
     /// Each subscriber's (receiving thread's) rate, inproc.
     pub per_receiver_rates: Vec<f64>,
+    /// Receivers: when the timed section started (the first timed
+    /// message) and ended, wall-clock seconds since the epoch, so that a
+    /// fan-out's rate can be taken over all its receivers at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<(f64, f64)>,
+}
+
+/// The wall clock, seconds since the epoch (comparable between the
+/// processes of a trial, which share the host's clock).
+pub fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl Outcome {

@@ -270,6 +270,7 @@ macro_rules! zmq_like {
                 }
                 let before = Usage::now();
                 let start = Instant::now();
+                let started_at = crate::worker::wall_now();
                 let mut got = 1u64;
                 while got < sc.count {
                     match sock.recv(&mut msg, 0) {
@@ -294,6 +295,7 @@ macro_rules! zmq_like {
                     got += 1;
                 }
                 let elapsed_s = start.elapsed().as_secs_f64();
+                let span = Some((started_at, crate::worker::wall_now()));
                 let usage = Usage::now().since(&before);
                 Ok(Outcome {
                     messages: got,
@@ -301,6 +303,7 @@ macro_rules! zmq_like {
                     elapsed_s,
                     rate: (got - 1).max(1) as f64 / elapsed_s,
                     usage,
+                    span,
                     ..Outcome::default()
                 })
             }

@@ -101,13 +101,16 @@ struct NodeState {
     pending_ready: Vec<Token>,
     /// Pages no connection claimed (forged, or for a connection gone).
     unclaimed: u64,
-    /// Connections waiting for a page ([`Node::page`]), in the order they
-    /// first asked: readied each time a sent page returns to the pool,
-    /// until they get one. (Without this a PUB's connection that found no
-    /// page while its siblings held them all was never driven again: its
-    /// pipe stayed full, the PUB dropped its messages, and that subscriber
-    /// got nothing; four and sixteen subscribers over shm, 64 KiB.)
+    /// Connections that found no page ([`Node::page`]): readied when a
+    /// sent page returns to the pool (once: one that finds none again is
+    /// listed again). (Without this a PUB's connection that found no page
+    /// while its siblings held them all was never driven again: its pipe
+    /// stayed full, the PUB dropped its messages, and that subscriber got
+    /// nothing; four and sixteen subscribers over shm, 64 KiB.)
     page_waiters: Vec<Token>,
+    /// Keys of the connections that want a page and have not had one
+    /// since they asked, until they get one or need none ([`Node::page`]).
+    wanting: Vec<u32>,
 }
 
 /// One I/O thread's fabric endpoint for one provider. See the module
@@ -238,6 +241,7 @@ impl Node {
             events: Vec::new(),
             pending_ready: Vec::new(),
             page_waiters: Vec::new(),
+            wanting: Vec::new(),
             unclaimed: 0,
         };
         state.post_receives();
@@ -369,6 +373,7 @@ impl Node {
             return;
         };
         s.page_waiters.retain(|t| *t != c.token);
+        s.wanting.retain(|k| *k != key);
         if let Some(addr) = c.peer {
             if let Some(keys) = s.by_peer.get_mut(&addr) {
                 keys.retain(|k| *k != key);
@@ -404,16 +409,21 @@ impl Node {
     }
 
     /// A free page to fill for connection `key`, if the pool has one and
-    /// `key` may take it; if not, `key` waits, readied each time a sent
-    /// page returns to the pool, until it gets one or says it no longer
-    /// needs one ([`Node::page_not_needed`]).
+    /// `key` may take it; if not, `key` is readied when a sent page
+    /// returns to the pool, and wants one until it gets one or says it
+    /// needs none ([`Node::page_not_needed`]).
     ///
-    /// While another connection waits, one that already has its share of
-    /// the send pages in flight waits too. Without that the pool went to
-    /// whoever asked first, and the loop drives readied connections in
-    /// token order: a PUB to sixteen subscribers over ofi+tcp at 64 KiB
-    /// (credits for 64 pages each, 384 send pages in all) gave the first
-    /// connections every returning page and the last ones none, for good.
+    /// While another connection wants a page and has less than its share
+    /// of the send pages in flight, one that has its share waits too.
+    /// Without that the pool went to whoever asked first, and the loop
+    /// drives readied connections in token order: a PUB to sixteen
+    /// subscribers over ofi+tcp at 64 KiB (credits for 64 pages each, 384
+    /// send pages in all) gave the first connections every returning page
+    /// and the last ones none, for good. Only the starved are served
+    /// first: capping every connection at its share while any other
+    /// wanted a page (they all do, in a busy fan-out) made pipelines
+    /// shallow, and PUB/SUB over shm to 16 subscribers at 64 KiB lost
+    /// three quarters of its throughput.
     pub(crate) fn page(&self, key: u32) -> Option<Page> {
         let mut s = self.lock();
         let s = &mut *s;
@@ -421,16 +431,22 @@ impl Node {
             return s.pool.get();
         };
         let token = c.token;
-        let others_wait = s.page_waiters.iter().any(|t| *t != token);
-        let page = if others_wait && c.in_flight >= s.send_share() {
+        let share = s.send_share();
+        let page = if c.in_flight >= share && s.starved_other_than(key, share) {
             None
         } else {
             s.pool.get()
         };
         match page {
-            Some(_) => s.page_waiters.retain(|t| *t != token),
-            None if !s.page_waiters.contains(&token) => s.page_waiters.push(token),
-            None => {}
+            Some(_) => s.wanting.retain(|k| *k != key),
+            None => {
+                if !s.wanting.contains(&key) {
+                    s.wanting.push(key);
+                }
+                if !s.page_waiters.contains(&token) {
+                    s.page_waiters.push(token);
+                }
+            }
         }
         page
     }
@@ -438,10 +454,7 @@ impl Node {
     /// `key` waited for a page ([`Node::page`]) and has nothing to put in
     /// one any more: it stops holding the others to their share.
     pub(crate) fn page_not_needed(&self, key: u32) {
-        let mut s = self.lock();
-        if let Some(token) = s.conns.get(&key).map(|c| c.token) {
-            s.page_waiters.retain(|t| *t != token);
-        }
+        self.lock().wanting.retain(|k| *k != key);
     }
 
     /// Sends `page` to `dest` stamped with `data`; gives the page back
@@ -640,6 +653,14 @@ impl NodeState {
         self.post_receives();
     }
 
+    /// Whether a connection other than `key` wants a page and has fewer
+    /// than `share` in flight.
+    fn starved_other_than(&self, key: u32, share: usize) -> bool {
+        self.wanting
+            .iter()
+            .any(|k| *k != key && self.conns.get(k).is_some_and(|c| c.in_flight < share))
+    }
+
     /// The send pages (the pool less the receives kept posted) divided
     /// among the connections: what one may keep in flight while another
     /// waits for a page.
@@ -694,7 +715,7 @@ impl NodeState {
             // A send's tag is the key of the connection it was for.
             Sent { page, tag, .. } => {
                 drop(page);
-                ready.extend_from_slice(&self.page_waiters);
+                ready.append(&mut self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     ready.push(c.token);
@@ -704,7 +725,7 @@ impl NodeState {
                 page, tag, error, ..
             } => {
                 drop(page);
-                ready.extend_from_slice(&self.page_waiters);
+                ready.append(&mut self.page_waiters);
                 if let Some(c) = self.conns.get_mut(&(tag as u32)) {
                     c.in_flight = c.in_flight.saturating_sub(1);
                     c.failed = Some(error.to_string());
