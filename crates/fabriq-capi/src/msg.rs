@@ -7,8 +7,9 @@
 //! initialised message answers EFAULT where libzmq's check does.
 
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::mem::MaybeUninit;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use fabriq::Message;
 
 use crate::socket::held;
@@ -23,6 +24,10 @@ const MORE: u32 = 1;
 const WRITABLE: u32 = 2;
 /// Flag: shares its data with a copy (`ZMQ_SHARED`).
 const SHARED: u32 = 4;
+/// Flag: the data is the struct's own `body` (a message made by
+/// `zmq_msg_init_size` that nothing has asked more of than its data, its
+/// size or a send); `inner` is null.
+const BODY: u32 = 8;
 
 /// `ZMQ_MORE` for `zmq_msg_get`.
 pub const ZMQ_MORE: c_int = 1;
@@ -37,8 +42,13 @@ pub struct ZmqMsg {
     tag: u32,
     flags: u32,
     inner: *mut Inner,
+    /// The data of a `BODY` message, held in the struct: the common
+    /// `zmq_msg_init_size`, fill, `zmq_msg_send`, `zmq_msg_close` needs
+    /// no record (`Inner`), only the data's own allocation, as with the
+    /// fabriq API. Anything else moves it into a record first (`promote`).
+    body: MaybeUninit<BytesMut>,
     /// Unused; also where an empty message's data pointer points.
-    rest: [u8; 48],
+    rest: [u8; 16],
 }
 
 const _: () = assert!(std::mem::size_of::<ZmqMsg>() == 64);
@@ -133,26 +143,45 @@ unsafe fn live<'a>(m: *mut ZmqMsg) -> Result<&'a mut ZmqMsg, c_int> {
 }
 
 impl ZmqMsg {
+    /// Sets the content (a record or none); the struct's own body must
+    /// have been taken already (`take`, `take_body`).
     fn set(&mut self, inner: Option<Box<Inner>>, flags: u32) {
         self.tag = MSG_LIVE;
-        self.flags = flags;
+        self.flags = flags & !BODY;
         self.inner = inner.map_or(std::ptr::null_mut(), Box::into_raw);
     }
 
-    /// The message, if not empty.
-    fn get(&self) -> Option<&Inner> {
-        // SAFETY: `inner` is null or came from `Box::into_raw` in `set`
-        // and is owned by this live message.
-        unsafe { self.inner.as_ref() }
+    /// Takes the struct's own body out, if it holds one.
+    fn take_body(&mut self) -> Option<BytesMut> {
+        if self.flags & BODY == 0 {
+            return None;
+        }
+        self.flags &= !BODY;
+        // SAFETY: the `BODY` flag says `body` was written (`zmq_msg_init_size`)
+        // and not read out since; clearing the flag first makes this the
+        // only read.
+        Some(unsafe { self.body.assume_init_read() })
     }
 
+    /// Moves a body held in the struct into a record.
+    fn promote(&mut self) {
+        if let Some(b) = self.take_body() {
+            self.inner = Box::into_raw(Inner::new(Message::from(b)));
+        }
+    }
+
+    /// The message, if not empty.
     fn get_mut(&mut self) -> Option<&mut Inner> {
-        // SAFETY: as in `get`; `&mut self` makes the access exclusive.
+        self.promote();
+        // SAFETY: `inner` is null or came from `Box::into_raw` in `set`
+        // or `promote` and is owned by this live message; `&mut self`
+        // makes the access exclusive.
         unsafe { self.inner.as_mut() }
     }
 
     /// The message, made non-empty if it was.
     fn make(&mut self) -> &mut Inner {
+        self.promote();
         if self.inner.is_null() {
             self.inner = Box::into_raw(Inner::new(Message::new()));
         }
@@ -162,6 +191,7 @@ impl ZmqMsg {
 
     /// Takes the content out, leaving the struct closed.
     fn take(&mut self) -> Option<Box<Inner>> {
+        self.promote();
         self.tag = MSG_DEAD;
         let p = std::mem::replace(&mut self.inner, std::ptr::null_mut());
         // SAFETY: `p` is null or came from `Box::into_raw` and was owned
@@ -170,7 +200,12 @@ impl ZmqMsg {
     }
 
     fn len(&self) -> usize {
-        self.get().map_or(0, |i| i.msg.len())
+        if self.flags & BODY != 0 {
+            // SAFETY: the `BODY` flag says `body` is written.
+            return unsafe { self.body.assume_init_ref() }.len();
+        }
+        // SAFETY: `inner` is null or a record owned by this message.
+        unsafe { self.inner.as_ref() }.map_or(0, |i| i.msg.len())
     }
 }
 
@@ -197,7 +232,8 @@ fn empty() -> ZmqMsg {
         tag: MSG_LIVE,
         flags: 0,
         inner: std::ptr::null_mut(),
-        rest: [0; 48],
+        body: MaybeUninit::uninit(),
+        rest: [0; 16],
     }
 }
 
@@ -212,8 +248,10 @@ pub unsafe extern "C" fn zmq_msg_init_size(msg: *mut ZmqMsg, size: usize) -> c_i
         if msg.is_null() {
             return Err(libc::EFAULT);
         }
+        // As `Message::with_size`, held in the struct (see `ZmqMsg::body`).
         let mut m = empty();
-        m.set(Some(Inner::new(Message::with_size(size))), WRITABLE);
+        m.body.write(BytesMut::zeroed(size));
+        m.flags = WRITABLE | BODY;
         // SAFETY: non-null, writable.
         unsafe { msg.write(m) };
         Ok(0)
@@ -338,6 +376,7 @@ pub unsafe extern "C" fn zmq_msg_close(msg: *mut ZmqMsg) -> c_int {
     int_result(|| {
         // SAFETY: forwarded contract.
         let m = unsafe { live(msg) }?;
+        drop(m.take_body());
         release(m.take());
         Ok(0)
     })
@@ -358,6 +397,7 @@ pub unsafe extern "C" fn zmq_msg_move(dest: *mut ZmqMsg, src: *mut ZmqMsg) -> c_
         }
         // SAFETY: forwarded contract; distinct pointers.
         let (d, s) = unsafe { (live(dest)?, live(src)?) };
+        drop(d.take_body());
         release(d.take());
         let flags = s.flags;
         let inner = s.take();
@@ -383,10 +423,11 @@ pub unsafe extern "C" fn zmq_msg_copy(dest: *mut ZmqMsg, src: *mut ZmqMsg) -> c_
         // SAFETY: forwarded contract; distinct pointers.
         let (d, s) = unsafe { (live(dest)?, live(src)?) };
         freeze(s);
-        let copy = s.get().map(|i| Inner::new(i.msg.clone()));
+        let copy = s.get_mut().map(|i| Inner::new(i.msg.clone()));
         if copy.is_some() {
             s.flags |= SHARED;
         }
+        drop(d.take_body());
         release(d.take());
         d.set(copy, s.flags);
         Ok(0)
@@ -432,6 +473,11 @@ pub unsafe extern "C" fn zmq_msg_data(msg: *mut ZmqMsg) -> *mut c_void {
                 return std::ptr::null_mut();
             }
         };
+        if m.flags & BODY != 0 {
+            // SAFETY: the `BODY` flag says `body` is written; the
+            // message's own bytes, written in place.
+            return unsafe { m.body.assume_init_mut() }.as_mut_ptr().cast();
+        }
         let writable = m.flags & WRITABLE != 0;
         match m.get_mut() {
             // A message of its own bytes: `deref_mut` keeps the same
@@ -570,11 +616,24 @@ pub unsafe extern "C" fn zmq_msg_send(
             Err(e) => return fail(e),
         };
         let len = m.len();
-        freeze(m);
-        // The message is kept until the send succeeds: a clone shares
-        // its data (a reference count, or a small inline copy).
-        let out = m.get().map_or_else(Message::new, |i| i.msg.clone());
-        match h.send(out, flags) {
+        // The frame is taken out of the message only if it is sent: a
+        // failed send leaves the message intact, and nothing is copied.
+        let r = if let Some(body) = m.take_body() {
+            // Data held in the struct: sent without a record, unless the
+            // send fails and the message must keep it.
+            let mut out = Message::from(body);
+            let r = h.send(&mut out, flags);
+            if r.is_err() {
+                m.inner = Box::into_raw(Inner::new(out));
+            }
+            r
+        } else {
+            match m.get_mut() {
+                Some(i) => h.send(&mut i.msg, flags),
+                None => h.send(&mut Message::new(), flags),
+            }
+        };
+        match r {
             Ok(()) => {
                 // As libzmq, a sent message is empty again, holding no
                 // memory: C code that copies a zmq_msg_t by value (pyzmq's
@@ -611,17 +670,25 @@ pub unsafe extern "C" fn zmq_msg_recv(
             Ok(m) => m,
             Err(e) => return fail(e),
         };
-        match h.recv(flags) {
-            Ok(got) => {
-                let len = got.len();
-                m.flags = if got.get_more() { MORE } else { 0 };
-                // Reuses the message's allocation, if it has one.
-                let inner = m.make();
-                inner.msg = got;
+        // Received in place, into the message's record (made if the
+        // message was empty; a failed receive leaves it empty again).
+        let had_record = !m.inner.is_null();
+        let inner = m.make();
+        match h.recv(&mut inner.msg, flags) {
+            Ok(()) => {
                 inner.strings.clear();
+                let len = inner.msg.len();
+                m.flags = if inner.msg.get_more() { MORE } else { 0 };
                 len.min(c_int::MAX as usize) as c_int
             }
-            Err(e) => fail(e),
+            Err(e) => {
+                if !had_record {
+                    let flags = m.flags;
+                    release(m.take());
+                    m.set(None, flags);
+                }
+                fail(e)
+            }
         }
     })
 }
@@ -680,7 +747,7 @@ pub unsafe extern "C" fn zmq_msg_routing_id(msg: *mut ZmqMsg) -> u32 {
     guard(0, || {
         // SAFETY: forwarded contract.
         match unsafe { live(msg) } {
-            Ok(m) => m.get().and_then(|i| i.msg.routing_id()).unwrap_or(0),
+            Ok(m) => m.get_mut().and_then(|i| i.msg.routing_id()).unwrap_or(0),
             Err(e) => {
                 fail(e);
                 0
