@@ -8,7 +8,10 @@
  * MODE "batch": one thread sends BATCH messages then receives them, over
  * and over: no thread ever waits, so the instruction count per message
  * does not depend on scheduling. MODE "threads": the sender in a second
- * thread, as inproc_thr. */
+ * thread, as inproc_thr. MODE "copy": as "batch", each message sent from
+ * a buffer with zmq_send (which the Rust side's send(&[u8]) matches
+ * allocation for allocation: both copy into fabriq's per-thread chunks). */
+#include <string.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 
 static int size;
 static int count;
+static int copy;
+static char buf[1 << 16];
 
 static void check(int ok, const char *what)
 {
@@ -29,6 +34,10 @@ static void check(int ok, const char *what)
 
 static void send_one(void *s)
 {
+    if (copy) {
+        check(zmq_send(s, buf, size, 0) == size, "zmq_send");
+        return;
+    }
     zmq_msg_t msg;
     check(zmq_msg_init_size(&msg, size) == 0, "zmq_msg_init_size");
     check(zmq_sendmsg(s, &msg, 0) == size, "zmq_sendmsg");
@@ -45,11 +54,16 @@ static void *sender(void *push)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: msg-cost batch|threads SIZE COUNT\n");
+        fprintf(stderr, "usage: msg-cost batch|threads|copy SIZE COUNT\n");
         return 2;
     }
     int threads = argv[1][0] == 't';
+    copy = argv[1][0] == 'c';
     size = atoi(argv[2]);
+    if (size < 0 || size > (int) sizeof buf) {
+        fprintf(stderr, "SIZE: at most %d\n", (int) sizeof buf);
+        return 2;
+    }
     count = atoi(argv[3]);
     void *ctx = zmq_ctx_new();
     void *pull = zmq_socket(ctx, ZMQ_PULL);

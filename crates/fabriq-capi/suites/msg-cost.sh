@@ -15,7 +15,11 @@
 # thread sending 500 messages then receiving them (no waits: the figure
 # repeats to the instruction); "threads" has the sender in its own thread
 # as inproc_thr does (a receiver that finds its pipe empty waits, so that
-# figure moves with the way valgrind schedules the two threads).
+# figure moves with the way valgrind schedules the two threads); "copy"
+# is "batch" with each message sent from a buffer (zmq_send, send(&[u8])):
+# there both sides allocate alike, so C / Rust is the C layer's own cost
+# (in "batch", zmq_msg_init_size cuts messages from per-thread chunks
+# where Message::with_size allocates each one).
 set -euo pipefail
 prefix="$(cd "$1" && pwd)"
 mkdir -p "$2"
@@ -51,7 +55,7 @@ per_msg() {
 
 echo "| mode | libzmq 4.3.4 | fabriq C API | fabriq Rust API | C / Rust |"
 echo "|---|---:|---:|---:|---:|"
-for mode in batch threads; do
+for mode in batch threads copy; do
     l="n/a"
     [ -x "$work/msg-cost-libzmq" ] && l="$(per_msg "$work/msg-cost-libzmq" "$mode" "$size" "$count")"
     c="$(per_msg "$work/msg-cost-fabriq" "$mode" "$size" "$count")"
