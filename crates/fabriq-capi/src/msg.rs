@@ -153,6 +153,7 @@ impl Inner {
 }
 
 /// Releases a message's record, if it has one.
+#[inline]
 fn release(b: Option<Box<Inner>>) {
     if let Some(b) = b {
         Inner::release(b);
@@ -713,7 +714,9 @@ pub unsafe extern "C" fn zmq_msg_recv(
         let inner = m.make();
         match h.recv(&mut inner.msg, flags) {
             Ok(()) => {
-                inner.strings.clear();
+                if !inner.strings.is_empty() {
+                    inner.strings.clear();
+                }
                 let len = inner.msg.len();
                 m.flags = if inner.msg.get_more() { MORE } else { 0 };
                 len.min(c_int::MAX as usize) as c_int

@@ -55,6 +55,7 @@ impl Held {
     /// (EINTR if a signal comes while it waits); errno values on failure,
     /// `msg` then intact (libzmq's `zmq_msg_send` keeps a message it could
     /// not send). Sent, `msg` holds an empty frame.
+    #[inline]
     pub fn send(&self, msg: &mut Message, flags: c_int) -> Result<(), c_int> {
         match &self.kind {
             // Each try takes the frame only if it goes: nothing is copied.
@@ -77,6 +78,7 @@ impl Held {
     /// Receives one frame into `msg`, blocking as the flags and RCVTIMEO
     /// say (EINTR if a signal comes while it waits); errno values on
     /// failure, `msg` then unchanged.
+    #[inline]
     pub fn recv(&self, msg: &mut Message, flags: c_int) -> Result<(), c_int> {
         match &self.kind {
             Kind::Plain(s) => {

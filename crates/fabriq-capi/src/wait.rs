@@ -44,6 +44,7 @@ pub fn wait_fds(fds: &mut [libc::pollfd], deadline: Option<Instant>) -> Result<c
 /// would block: a busy stream's calls, which find their message or room at
 /// once, pay for neither (the timeout then runs from that first try, a few
 /// instructions after the call began, as in libzmq and `fabriq`).
+#[inline(always)]
 pub fn blocking<T>(
     s: &Socket,
     flags: c_int,
@@ -51,10 +52,25 @@ pub fn blocking<T>(
     want: PollEvents,
     mut op: impl FnMut(c_int) -> fabriq::Result<T>,
 ) -> Result<T, c_int> {
+    // The first try inline in the caller; the waits out of line.
     match op(flags | DONTWAIT) {
-        Err(fabriq::Error::EAGAIN) if flags & DONTWAIT == 0 => {}
-        r => return r.map_err(|e| e.to_raw()),
+        Err(fabriq::Error::EAGAIN) if flags & DONTWAIT == 0 => {
+            wait_then(s, flags, timeout, want, op)
+        }
+        r => r.map_err(|e| e.to_raw()),
     }
+}
+
+/// `blocking` after a first try that would have blocked.
+#[cold]
+#[inline(never)]
+fn wait_then<T>(
+    s: &Socket,
+    flags: c_int,
+    timeout: impl FnOnce(&Socket) -> fabriq::Result<i32>,
+    want: PollEvents,
+    mut op: impl FnMut(c_int) -> fabriq::Result<T>,
+) -> Result<T, c_int> {
     let timeout_ms = timeout(s).map_err(|e| e.to_raw())?;
     if timeout_ms == 0 {
         return Err(libc::EAGAIN);
