@@ -50,7 +50,7 @@ pub unsafe extern "C" fn zmq_sendiov(
             } else {
                 flags
             };
-            if let Err(e) = h.send(&mut Message::from(data), f) {
+            if let Err(e) = h.send_slice(data, f) {
                 return fail(e);
             }
             last = p.iov_len;

@@ -75,6 +75,20 @@ impl Held {
         }
     }
 
+    /// Sends a copy of `data` as one frame, as [`Held::send`] does (each
+    /// try copies: only a try that would block wastes its copy).
+    #[inline]
+    pub fn send_slice(&self, data: &[u8], flags: c_int) -> Result<(), c_int> {
+        match &self.kind {
+            Kind::Plain(s) => {
+                crate::wait::blocking(s, flags, Socket::get_sndtimeo, fabriq::POLLOUT, |f| {
+                    s.send(data, f)
+                })
+            }
+            Kind::Safe(t) => t.send(Message::from(data), flags).map_err(|e| e.to_raw()),
+        }
+    }
+
     /// Receives one frame into `msg`, blocking as the flags and RCVTIMEO
     /// say (EINTR if a signal comes while it waits); errno values on
     /// failure, `msg` then unchanged.
@@ -374,7 +388,7 @@ pub unsafe extern "C" fn zmq_send(
             // SAFETY: `buf` is non-null and points to `len` bytes.
             unsafe { std::slice::from_raw_parts(buf.cast(), len) }
         };
-        sent(h.send(&mut Message::from(data), flags), len)
+        sent(h.send_slice(data, flags), len)
     })
 }
 
