@@ -50,7 +50,7 @@ pub unsafe extern "C" fn zmq_sendiov(
             } else {
                 flags
             };
-            if let Err(e) = h.send(Message::from(data), f) {
+            if let Err(e) = h.send_slice(data, f) {
                 return fail(e);
             }
             last = p.iov_len;
@@ -90,10 +90,10 @@ pub unsafe extern "C" fn zmq_recviov(
         let parts = unsafe { std::slice::from_raw_parts_mut(iov, room) };
         let mut n = 0;
         while n < room {
-            let m = match h.recv(flags) {
-                Ok(m) => m,
-                Err(e) => return fail(e),
-            };
+            let mut m = Message::new();
+            if let Err(e) = h.recv(&mut m, flags) {
+                return fail(e);
+            }
             // SAFETY: plain malloc of at least one byte; checked below.
             let buf = unsafe { libc::malloc(m.len().max(1)) };
             if buf.is_null() {

@@ -51,32 +51,59 @@ impl Held {
         }
     }
 
-    /// Sends one frame, blocking as the flags and SNDTIMEO say (EINTR if
-    /// a signal comes while it waits); errno values on failure.
-    pub fn send(&self, msg: Message, flags: c_int) -> Result<(), c_int> {
+    /// Sends the frame in `msg`, blocking as the flags and SNDTIMEO say
+    /// (EINTR if a signal comes while it waits); errno values on failure,
+    /// `msg` then intact (libzmq's `zmq_msg_send` keeps a message it could
+    /// not send). Sent, `msg` holds an empty frame.
+    #[inline]
+    pub fn send(&self, msg: &mut Message, flags: c_int) -> Result<(), c_int> {
         match &self.kind {
+            // Each try takes the frame only if it goes: nothing is copied.
             Kind::Plain(s) => {
-                let timeout = s.get_sndtimeo().map_err(|e| e.to_raw())?;
-                // Each try sends a clone (a reference count, or a small
-                // inline copy): a send that would block gives its message
-                // back to no one.
-                crate::wait::blocking(s, flags, timeout, fabriq::POLLOUT, |f| {
-                    s.send(msg.clone(), f)
+                crate::wait::blocking(s, flags, Socket::get_sndtimeo, fabriq::POLLOUT, |f| {
+                    s.send_from(msg, f)
                 })
             }
-            Kind::Safe(t) => t.send(msg, flags).map_err(|e| e.to_raw()),
+            // The thread-safe types take the message apart before they can
+            // fail: they send a clone (a reference count, or a small
+            // inline copy).
+            Kind::Safe(t) => {
+                t.send(msg.clone(), flags).map_err(|e| e.to_raw())?;
+                *msg = Message::new();
+                Ok(())
+            }
         }
     }
 
-    /// Receives one frame, blocking as the flags and RCVTIMEO say (EINTR if
-    /// a signal comes while it waits); errno values on failure.
-    pub fn recv(&self, flags: c_int) -> Result<Message, c_int> {
+    /// Sends a copy of `data` as one frame, as [`Held::send`] does (each
+    /// try copies: only a try that would block wastes its copy).
+    #[inline]
+    pub fn send_slice(&self, data: &[u8], flags: c_int) -> Result<(), c_int> {
         match &self.kind {
             Kind::Plain(s) => {
-                let timeout = s.get_rcvtimeo().map_err(|e| e.to_raw())?;
-                crate::wait::blocking(s, flags, timeout, fabriq::POLLIN, |f| s.recv_msg(f))
+                crate::wait::blocking(s, flags, Socket::get_sndtimeo, fabriq::POLLOUT, |f| {
+                    s.send(data, f)
+                })
             }
-            Kind::Safe(t) => t.recv_msg(flags).map_err(|e| e.to_raw()),
+            Kind::Safe(t) => t.send(Message::from(data), flags).map_err(|e| e.to_raw()),
+        }
+    }
+
+    /// Receives one frame into `msg`, blocking as the flags and RCVTIMEO
+    /// say (EINTR if a signal comes while it waits); errno values on
+    /// failure, `msg` then unchanged.
+    #[inline]
+    pub fn recv(&self, msg: &mut Message, flags: c_int) -> Result<(), c_int> {
+        match &self.kind {
+            Kind::Plain(s) => {
+                crate::wait::blocking(s, flags, Socket::get_rcvtimeo, fabriq::POLLIN, |f| {
+                    s.recv(msg, f)
+                })
+            }
+            Kind::Safe(t) => {
+                *msg = t.recv_msg(flags).map_err(|e| e.to_raw())?;
+                Ok(())
+            }
         }
     }
 }
@@ -361,7 +388,7 @@ pub unsafe extern "C" fn zmq_send(
             // SAFETY: `buf` is non-null and points to `len` bytes.
             unsafe { std::slice::from_raw_parts(buf.cast(), len) }
         };
-        sent(h.send(Message::from(data), flags), len)
+        sent(h.send_slice(data, flags), len)
     })
 }
 
@@ -410,7 +437,7 @@ pub unsafe extern "C" fn zmq_send_const(
         } else {
             Message::from(Bytes::from_owner(ConstBuf(buf.cast(), len)))
         };
-        sent(h.send(msg, flags), len)
+        sent(h.send(&mut { msg }, flags), len)
     })
 }
 
@@ -444,9 +471,11 @@ pub unsafe extern "C" fn zmq_recv(
             unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) }
         };
         let r = match &h.kind {
-            Kind::Plain(s) => s.get_rcvtimeo().map_err(|e| e.to_raw()).and_then(|t| {
-                crate::wait::blocking(s, flags, t, fabriq::POLLIN, |f| s.recv_into(out, f))
-            }),
+            Kind::Plain(s) => {
+                crate::wait::blocking(s, flags, Socket::get_rcvtimeo, fabriq::POLLIN, |f| {
+                    s.recv_into(out, f)
+                })
+            }
             Kind::Safe(t) => t
                 .recv_msg(flags)
                 .map(|m| {

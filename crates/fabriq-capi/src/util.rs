@@ -42,6 +42,7 @@ pub fn fail_with(e: fabriq::Error) -> c_int {
 
 /// Runs `f`, turning a panic into `on_panic` with errno EFAULT, so that no
 /// panic unwinds into C.
+#[inline(always)]
 pub fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
@@ -53,6 +54,7 @@ pub fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
 }
 
 /// `-1`-returning entry points: the value of `f`, or -1 with errno.
+#[inline(always)]
 pub fn int_result(f: impl FnOnce() -> Result<c_int, c_int>) -> c_int {
     guard(-1, || match f() {
         Ok(v) => v,

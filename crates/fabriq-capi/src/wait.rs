@@ -37,40 +37,65 @@ pub fn wait_fds(fds: &mut [libc::pollfd], deadline: Option<Instant>) -> Result<c
 
 /// Runs `op` (a send or receive) as a blocking call: tries it without
 /// blocking and, while it would block, waits for the socket's descriptor
-/// until `timeout_ms` (-1: forever) passes (EAGAIN) or a signal comes
-/// (EINTR).
+/// until the socket's timeout (`timeout`: SNDTIMEO or RCVTIMEO in ms, -1:
+/// forever) passes (EAGAIN) or a signal comes (EINTR).
+///
+/// The timeout and the descriptor are looked up only when the first try
+/// would block: a busy stream's calls, which find their message or room at
+/// once, pay for neither (the timeout then runs from that first try, a few
+/// instructions after the call began, as in libzmq and `fabriq`).
+#[inline(always)]
 pub fn blocking<T>(
     s: &Socket,
     flags: c_int,
-    timeout_ms: i32,
+    timeout: impl FnOnce(&Socket) -> fabriq::Result<i32>,
     want: PollEvents,
     mut op: impl FnMut(c_int) -> fabriq::Result<T>,
 ) -> Result<T, c_int> {
-    if flags & DONTWAIT != 0 || timeout_ms == 0 {
-        return op(flags | DONTWAIT).map_err(|e| e.to_raw());
+    // The first try inline in the caller; the waits out of line.
+    match op(flags | DONTWAIT) {
+        Err(fabriq::Error::EAGAIN) if flags & DONTWAIT == 0 => {
+            wait_then(s, flags, timeout, want, op)
+        }
+        r => r.map_err(|e| e.to_raw()),
+    }
+}
+
+/// `blocking` after a first try that would have blocked.
+#[cold]
+#[inline(never)]
+fn wait_then<T>(
+    s: &Socket,
+    flags: c_int,
+    timeout: impl FnOnce(&Socket) -> fabriq::Result<i32>,
+    want: PollEvents,
+    mut op: impl FnMut(c_int) -> fabriq::Result<T>,
+) -> Result<T, c_int> {
+    let timeout_ms = timeout(s).map_err(|e| e.to_raw())?;
+    if timeout_ms == 0 {
+        return Err(libc::EAGAIN);
     }
     let deadline =
         (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
     let fd = s.get_fd().map_err(|e| e.to_raw())?;
     loop {
+        // Reading the events takes in what the I/O threads delivered and
+        // clears the descriptor; if the operation can go now, try again.
+        let events = s.get_events().map_err(|e| e.to_raw())?;
+        if !events.intersects(want) {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(libc::EAGAIN);
+            }
+            let mut pfd = [libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            wait_fds(&mut pfd, deadline)?;
+        }
         match op(flags | DONTWAIT) {
             Err(fabriq::Error::EAGAIN) => {}
             r => return r.map_err(|e| e.to_raw()),
         }
-        // Reading the events takes in what the I/O threads delivered and
-        // clears the descriptor; if the operation can go now, try again.
-        let events = s.get_events().map_err(|e| e.to_raw())?;
-        if events.intersects(want) {
-            continue;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(libc::EAGAIN);
-        }
-        let mut pfd = [libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        wait_fds(&mut pfd, deadline)?;
     }
 }

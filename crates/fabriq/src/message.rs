@@ -193,6 +193,20 @@ impl Message {
         }
     }
 
+    /// Takes the frame out (as [`Message::into_part`]), leaving the
+    /// message empty with its other fields.
+    pub(crate) fn take_part(&mut self) -> Part {
+        match std::mem::take(&mut self.data) {
+            Data::Shared(p) => p,
+            Data::Owned(b) => Part::from(b.freeze()),
+        }
+    }
+
+    /// Puts a frame taken by [`Message::take_part`] back.
+    pub(crate) fn put_part(&mut self, part: Part) {
+        self.data = Data::Shared(part);
+    }
+
     pub(crate) fn from_parts(data: Part, more: bool, meta: Option<Arc<Metadata>>) -> Message {
         Message {
             data: Data::Shared(data),

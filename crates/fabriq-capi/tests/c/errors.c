@@ -132,6 +132,45 @@ int main (void)
     FAILS_WITH (zmq_msg_get (&msg, 999), EINVAL);
     CHECK (zmq_msg_gets (&msg, "Socket-Type") == NULL && zmq_errno () == EINVAL);
     CHECK (zmq_msg_close (&msg) == 0);
+    /* The same for a message too large to be held inline, failing after
+       a blocking wait (SNDTIMEO) and several tries: its data stays where
+       it was and writable in place; once a peer is there it goes,
+       written as the last write left it, and the message is empty. */
+    char wide[64];
+    memset (wide, 'x', sizeof wide);
+    CHECK (zmq_msg_init_size (&msg, sizeof wide) == 0);
+    char *where = zmq_msg_data (&msg);
+    memcpy (where, wide, sizeof wide);
+    CHECK (zmq_setsockopt (lonely, ZMQ_SNDTIMEO, &(int){30}, sizeof (int)) == 0);
+    FAILS_WITH (zmq_msg_send (&msg, lonely, 0), EAGAIN);
+    CHECK (zmq_msg_size (&msg) == sizeof wide && zmq_msg_data (&msg) == where);
+    CHECK (memcmp (zmq_msg_data (&msg), wide, sizeof wide) == 0);
+    where[0] = 'y';
+    void *taker = zmq_socket (ctx, ZMQ_PULL);
+    CHECK (zmq_bind (taker, "inproc://taker") == 0);
+    CHECK (zmq_connect (lonely, "inproc://taker") == 0);
+    CHECK (zmq_msg_send (&msg, lonely, 0) == (int) sizeof wide);
+    CHECK (zmq_msg_size (&msg) == 0);
+    CHECK (zmq_msg_close (&msg) == 0);
+    CHECK (zmq_recv (taker, wide, sizeof wide, 0) == (int) sizeof wide);
+    CHECK (wide[0] == 'y' && wide[1] == 'x' && wide[63] == 'x');
+    /* Copied and moved before being sent: one buffer, the same bytes. */
+    zmq_msg_t copy, moved;
+    CHECK (zmq_msg_init_size (&msg, 40) == 0);
+    memset (zmq_msg_data (&msg), 'c', 40);
+    CHECK (zmq_msg_init (&copy) == 0 && zmq_msg_init (&moved) == 0);
+    CHECK (zmq_msg_copy (&copy, &msg) == 0);
+    CHECK (zmq_msg_data (&copy) == zmq_msg_data (&msg) && zmq_msg_get (&copy, ZMQ_SHARED) == 1);
+    CHECK (zmq_msg_move (&moved, &msg) == 0);
+    CHECK (zmq_msg_size (&msg) == 0 && zmq_msg_size (&moved) == 40);
+    CHECK (zmq_msg_send (&moved, lonely, 0) == 40 && zmq_msg_send (&copy, lonely, 0) == 40);
+    CHECK (zmq_recv (taker, wide, sizeof wide, 0) == 40 && wide[0] == 'c' && wide[39] == 'c');
+    CHECK (zmq_recv (taker, wide, sizeof wide, 0) == 40 && wide[0] == 'c' && wide[39] == 'c');
+    CHECK (zmq_msg_close (&msg) == 0 && zmq_msg_close (&copy) == 0 && zmq_msg_close (&moved) == 0);
+    /* Closed without being sent: freed (the leak check runs this). */
+    CHECK (zmq_msg_init_size (&msg, 100) == 0);
+    CHECK (zmq_msg_close (&msg) == 0);
+    CHECK (zmq_close (taker) == 0);
     CHECK (zmq_close (lonely) == 0);
 
     /* ETERM: a receive blocked on another thread returns when the context

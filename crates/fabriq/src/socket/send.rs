@@ -3,7 +3,7 @@
 use fabriq_zmtp::Part;
 
 use super::{Core, Sendable, Socket};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::flags::{DONTWAIT, SNDMORE};
 use crate::message::Message;
 
@@ -46,15 +46,64 @@ impl Socket {
         }
     }
 
+    /// Sends the frame in `msg` as [`Socket::send`] does, taking it out
+    /// only if it is sent: when the send fails (EAGAIN, EFSM, ETERM...)
+    /// `msg` is as it was, as libzmq's `zmq_msg_send` leaves a message
+    /// that failed intact, so a caller that must keep it needs no copy.
+    /// When it is sent, `msg` holds an empty frame (its other fields, as a
+    /// routing id, stay).
+    ///
+    /// ```
+    /// let ctx = fabriq::Context::new();
+    /// let push = ctx.socket(fabriq::PUSH).unwrap();
+    /// let mut msg = fabriq::Message::from(vec![7u8; 64]);
+    /// let e = push.send_from(&mut msg, fabriq::DONTWAIT).unwrap_err();
+    /// assert_eq!(e, fabriq::Error::EAGAIN);
+    /// assert_eq!(&msg[..], &[7u8; 64][..]); // no peer yet: kept
+    /// let pull = ctx.socket(fabriq::PULL).unwrap();
+    /// pull.bind("inproc://send-from").unwrap();
+    /// push.connect("inproc://send-from").unwrap();
+    /// push.send_from(&mut msg, 0).unwrap();
+    /// assert!(msg.is_empty()); // sent: taken
+    /// assert_eq!(pull.recv_bytes(0).unwrap(), vec![7u8; 64]);
+    /// ```
+    pub fn send_from(&self, msg: &mut Message, flags: i32) -> Result<()> {
+        let ty = self.shared.socket_type;
+        if ty.is_draft() || ty == fabriq_zmtp::SocketType::Dgram {
+            // These take the message apart before they can fail: they
+            // send a copy (a reference count, or a small inline copy).
+            self.send(msg.clone(), flags)?;
+            msg.take_part();
+            return Ok(());
+        }
+        let part = msg.take_part();
+        self.send_part(part, flags).map_err(|(e, part)| {
+            msg.put_part(part);
+            e
+        })
+    }
+
+    #[inline]
     pub(crate) fn send_frame(&self, frame: Part, flags: i32) -> Result<()> {
+        self.send_part(frame, flags).map_err(|(e, _)| e)
+    }
+
+    /// [`Socket::send_frame`], giving the frame back on failure. Once the
+    /// pattern has accepted the frame (`start_send`), the classic
+    /// patterns' `send` does not fail; if one did, the frame given back
+    /// would be empty.
+    fn send_part(&self, frame: Part, flags: i32) -> std::result::Result<(), (Error, Part)> {
         let mut core = self.core();
         let core = &mut *core;
         if !core.sending {
             let timeout = core.opts.sndtimeo;
-            self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
+            let started = self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
                 let Core { pattern, opts, .. } = core;
                 pattern.start_send(&frame, opts)
-            })?;
+            });
+            if let Err(e) = started {
+                return Err((e, frame));
+            }
             core.sending = true;
         }
         core.outbox.push(frame);
@@ -66,7 +115,7 @@ impl Socket {
             core.sending = false;
             let msg = std::mem::take(&mut core.outbox);
             let Core { pattern, opts, .. } = core;
-            pattern.send(msg, opts)?;
+            pattern.send(msg, opts).map_err(|e| (e, Part::new()))?;
         }
         Ok(())
     }
