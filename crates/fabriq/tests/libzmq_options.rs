@@ -755,9 +755,17 @@ fn a_peer_that_closes_during_the_handshake_is_reported_with_epipe() {
     mon.connect(&mon_ep).unwrap();
     let ep = bind(&server, "tcp://127.0.0.1:*");
     let mut raw = std::net::TcpStream::connect(ep.strip_prefix("tcp://").unwrap()).unwrap();
-    // Half a ZMTP greeting, then the end of the stream.
+    // Half a ZMTP greeting, then the end of the stream. The server's
+    // greeting is read to the end before the socket is dropped: closing
+    // with it unread would reset the connection (ECONNRESET, the next
+    // test), which is what made this test fail now and then.
     raw.write_all(&[0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3])
         .unwrap();
+    raw.shutdown(std::net::Shutdown::Write).unwrap();
+    raw.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut raw, &mut rest);
     drop(raw);
     let event = mon.recv_multipart(0).unwrap();
     assert_eq!(
@@ -766,4 +774,50 @@ fn a_peer_that_closes_during_the_handshake_is_reported_with_epipe() {
     );
     let value = u32::from_le_bytes(event[0][2..6].try_into().unwrap());
     assert_eq!(value, libc::EPIPE as u32);
+}
+
+#[test]
+fn a_peer_that_resets_during_the_handshake_is_reported_with_its_errno() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    // libzmq's engine reports a connection error before the handshake as
+    // HANDSHAKE_FAILED_NO_DETAIL with the errno (stream_engine_base_t::
+    // error); a reset is ECONNRESET.
+    const HANDSHAKE_FAILED_NO_DETAIL: u16 = 0x0800;
+    let ctx = zmq::Context::new();
+    let server = socket(&ctx, zmq::PULL);
+    let mon_ep = inproc("reset-mon");
+    server
+        .monitor(&mon_ep, i32::from(HANDSHAKE_FAILED_NO_DETAIL))
+        .unwrap();
+    let mon = socket(&ctx, zmq::PAIR);
+    mon.connect(&mon_ep).unwrap();
+    let ep = bind(&server, "tcp://127.0.0.1:*");
+    let mut raw = std::net::TcpStream::connect(ep.strip_prefix("tcp://").unwrap()).unwrap();
+    raw.write_all(&[0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3])
+        .unwrap();
+    let off = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a live socket descriptor and a linger struct of the size
+    // passed, read by the call only.
+    let rc = unsafe {
+        libc::setsockopt(
+            raw.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&off as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    drop(raw); // linger 0: a reset, not an end of stream
+    let event = mon.recv_multipart(0).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([event[0][0], event[0][1]]),
+        HANDSHAKE_FAILED_NO_DETAIL
+    );
+    let value = u32::from_le_bytes(event[0][2..6].try_into().unwrap());
+    assert_eq!(value, libc::ECONNRESET as u32);
 }

@@ -533,7 +533,20 @@ impl Session {
         let protocol = match end {
             End::Protocol(e) => Some(e),
             End::Eof => engine.end_of_input(),
-            End::Io(_) => None,
+            End::Io(e) => {
+                // As libzmq's engine: a connection error before the
+                // handshake is done is a handshake failure with its errno
+                // (a peer that resets instead of closing: ECONNRESET).
+                if !engine.handshaken() {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    self.socket.monitor.emit(
+                        Event::HandshakeFailedNoDetail,
+                        errno as u32,
+                        &self.endpoint,
+                    );
+                }
+                None
+            }
         };
         if let Some(e) = &protocol {
             tracing::debug!("{}: closing connection: {e}", self.endpoint);
