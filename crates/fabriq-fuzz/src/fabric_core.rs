@@ -467,13 +467,14 @@ impl FlowRun {
 
     fn lend(&mut self, input: &mut &[u8]) {
         let len = usize::from(u16::from_be_bytes([byte(input), byte(input)])) << 4;
-        let full = self.loans.len() >= self.limits.lent_frames;
-        assert_eq!(self.flow.lending_full(), full);
         let bytes: usize = self.loans.values().map(|l| l.0).sum();
+        let frames_full = self.loans.len() >= self.limits.lent_frames;
+        let full = frames_full || bytes >= self.limits.lend_window;
+        assert_eq!(self.flow.lending_full(), full);
         let may = self
             .peer
             .is_some_and(|(_, read_max, _)| read_max.is_some_and(|m| len as u64 <= m))
-            && !full
+            && !frames_full
             && bytes + len <= self.limits.lent_bytes;
         assert_eq!(self.flow.may_lend(len), may, "may_lend({len})");
         if !may {
@@ -643,6 +644,8 @@ pub fn fabric_flow(data: &[u8]) {
     let limits = Limits {
         lent_frames: usize::from(caps % 8) + 1,
         lent_bytes: usize::from(*lent_kib4) << 12,
+        // Under the bytes cap, so that both bounds are reached.
+        lend_window: usize::from(*lent_kib4) << 11,
         lend_for: Duration::from_secs(u64::from(lend_s % 60) + 1),
         read_max: u64::from(*read_kib4) << 12,
     };

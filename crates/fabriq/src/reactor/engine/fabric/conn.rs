@@ -38,6 +38,13 @@ pub struct Limits {
     /// Bytes lent at once, at most (a frame larger than this is streamed
     /// through pages instead).
     pub lent_bytes: usize,
+    /// Bytes lent at once before more lending waits for the peer to read
+    /// (a frame is lent whatever its size, up to `lent_bytes`, when the
+    /// lent bytes are under the window). Without it a fast sender lends
+    /// 64 frames of 1 MiB at once, and over ofi+shm its new memory and
+    /// page faults made 1 MiB PUSH/PULL about 25% slower than a window
+    /// of 8-16 MiB (measured in docs/performance.md's Fabric section).
+    pub lend_window: usize,
     /// How long the peer may take to read a lent frame; a frame still
     /// lent after it ends the connection (and the memory is let go).
     pub lend_for: Duration,
@@ -52,6 +59,7 @@ impl Default for Limits {
         Limits {
             lent_frames: 64,
             lent_bytes: 256 << 20,
+            lend_window: 16 << 20,
             lend_for: Duration::from_secs(30),
             read_max: 256 << 20,
         }
@@ -249,10 +257,10 @@ impl<L> Flow<L> {
                 .is_some_and(|b| b <= self.limits.lent_bytes)
     }
 
-    /// Whether the caps on lent frames are reached (more lending waits
-    /// for the peer to read).
+    /// Whether the caps on lent frames or the lending window are reached
+    /// (more lending waits for the peer to read).
     pub fn lending_full(&self) -> bool {
-        self.lent.len() >= self.limits.lent_frames
+        self.lent.len() >= self.limits.lent_frames || self.lent_bytes >= self.limits.lend_window
     }
 
     /// Lends `frame` of `len` bytes until `now` plus the loan time;
@@ -444,6 +452,7 @@ mod tests {
         let limits = Limits {
             lent_frames: 2,
             lent_bytes: 1000,
+            lend_window: 1000,
             lend_for: Duration::from_secs(1),
             read_max: 1 << 20,
         };
@@ -467,6 +476,34 @@ mod tests {
         assert!(err.contains("did not read 1 lent frame"));
         assert_eq!(flow.lent_frames(), 0);
         assert_eq!(flow.lent_bytes(), 0);
+    }
+
+    /// Lending waits once the lent bytes reach the window, and a frame
+    /// larger than the window is still lent when nothing else is.
+    #[test]
+    fn lending_waits_at_the_window() {
+        let limits = Limits {
+            lent_frames: 8,
+            lent_bytes: 10_000,
+            lend_window: 1000,
+            lend_for: Duration::from_secs(1),
+            read_max: 1 << 20,
+        };
+        let mut flow: Flow<()> = Flow::new(8, limits);
+        flow.handle_handshake(peer(8, Some(1 << 20)), 8);
+        let t0 = Instant::now();
+        assert!(!flow.lending_full());
+        assert!(flow.may_lend(5000), "larger than the window, under the cap");
+        let a = flow.lend((), 5000, t0);
+        assert!(flow.lending_full(), "the window is reached");
+        flow.handle_command(Control::RdvDone(a)).unwrap();
+        assert!(!flow.lending_full());
+        let b = flow.lend((), 600, t0);
+        assert!(!flow.lending_full(), "600 of 1000");
+        let _c = flow.lend((), 400, t0);
+        assert!(flow.lending_full(), "1000 of 1000");
+        flow.handle_command(Control::RdvDone(b)).unwrap();
+        assert!(!flow.lending_full());
     }
 
     /// A rendezvous frame is read only after the handshake, one at a
