@@ -56,6 +56,45 @@ pub(crate) trait PeerIo: Send + Sync + std::fmt::Debug {
     /// about to sleep: the engine may read what has arrived on this thread.
     /// Returns whether anything was delivered.
     fn pull(&self, inbound: &Queue) -> bool;
+
+    /// What the socket's thread may sleep on, beside its signal, while it
+    /// waits to receive from `inbound`: a descriptor that turns readable
+    /// when a [`PeerIo::pull`] may find input (see [`PullWait`]). None for
+    /// connections whose input reaches the socket only through the I/O
+    /// thread. Never waits for the engine.
+    fn pull_wait(&self, _inbound: &Queue) -> Option<Arc<dyn PullWait>> {
+        None
+    }
+}
+
+/// A descriptor a receiving socket's thread sleeps on so that the input
+/// which wakes it needs no hand-off through the I/O thread: a fabric
+/// node's doorbell, which peers ring after they sent it pages. Woken, the
+/// socket's thread pulls (reads the completions itself): one wake-up per
+/// hop instead of two (the I/O thread's, then the socket's).
+///
+/// The I/O thread watches the same descriptor, and a ring the socket's
+/// thread takes is one the I/O thread does not see, so the socket's thread
+/// owes it what it does not use itself: it calls [`PullWait::take`] when
+/// the poll reports the descriptor, looks at its pipes (pulling), then
+/// calls [`PullWait::settle`], which hands anything left to the I/O thread.
+/// A ring is never lost between them: whatever the order of the two
+/// threads, the input it announced is either pulled by the socket's thread
+/// or handled by the I/O thread.
+pub(crate) trait PullWait: Send + Sync + std::fmt::Debug {
+    /// The descriptor to poll for readability.
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_>;
+
+    /// Consumes the readiness the poll reported (drains the doorbell) and
+    /// makes the input it announced ready to pull. True when there was
+    /// any (another thread may have consumed it first); then
+    /// [`PullWait::settle`] must follow the next look at the pipes.
+    fn take(&self) -> bool;
+
+    /// After the look that followed a [`PullWait::take`]: hands the input
+    /// this thread did not pull (its pull found the engine busy, or the
+    /// input was another connection's) to the I/O thread.
+    fn settle(&self);
 }
 
 /// What [`PeerIo::flush`] did with a full pipe.
@@ -692,6 +731,12 @@ impl PipeEnd {
         };
         self.rx.stop_waiting();
         peer.pull(&self.rx)
+    }
+
+    /// What the caller may sleep on while it waits for this pipe's input,
+    /// beside the socket's signal (see [`PullWait`]).
+    pub(crate) fn pull_wait(&self) -> Option<Arc<dyn PullWait>> {
+        self.peer_io.as_ref()?.pull_wait(&self.rx)
     }
 
     /// Closes our side: the peer's end sees the end of its inbound queue,

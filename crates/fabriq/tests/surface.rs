@@ -624,7 +624,9 @@ macro_rules! xpub_nodrop {
             }
         }
         for n in 0..sent {
-            let got = sub.recv_bytes(0).unwrap();
+            let got = sub
+                .recv_bytes(0)
+                .unwrap_or_else(|e| panic!("message {n} of {sent} accepted: {e}"));
             assert_eq!(got[..4], n.to_be_bytes(), "message {n} of {sent}");
         }
         xpub.set_sndtimeo(crate::TIMEOUT_MS).unwrap();

@@ -5,7 +5,7 @@ use fabriq_zmtp::Multipart;
 use fabriq_zmtp::Part;
 
 use super::push::Push;
-use super::{Pattern, Received};
+use super::{Pattern, PullWaits, Received};
 use crate::error::Result;
 use crate::options::Options;
 use crate::pipe::PipeEnd;
@@ -42,5 +42,9 @@ impl Pattern for Dealer {
 
     fn close_all(&mut self) {
         self.out.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.out.pipes.pull_waits(out);
     }
 }

@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use fabriq_zmtp::{Multipart, Part, SocketType};
 
-use super::{not_supported, Pattern, Pipes, Received};
+use super::{not_supported, Pattern, Pipes, PullWaits, Received};
 use crate::error::{err, Error, Result};
 use crate::message::{Message, GROUP_MAX_LENGTH};
 use crate::options::Options;
@@ -70,6 +70,10 @@ impl<P: Pattern> Pattern for SinglePart<P> {
 
     fn close_all(&mut self) {
         self.0.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.0.pull_waits(out);
     }
 }
 
@@ -219,6 +223,10 @@ impl Pattern for Server {
         self.pipes.close_all();
         self.by_id.clear();
         self.id_of.clear();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }
 
@@ -385,5 +393,9 @@ impl Pattern for Dish {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }

@@ -16,13 +16,14 @@ mod subscribe;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use fabriq_zmtp::{Multipart, Part, SocketType};
 
 use crate::error::{err, Error, Result};
 use crate::options::Options;
-use crate::pipe::{Item, PipeEnd, PipeId};
+use crate::pipe::{Item, PipeEnd, PipeId, PullWait};
 use crate::signal::Signal;
 pub(crate) use crate::topics::Topics;
 pub(crate) use draft::{apply_prefix, routing_id_frame, take_prefix};
@@ -76,6 +77,38 @@ pub(crate) trait Pattern: Send {
 
     /// Closes every pipe (the socket is closing).
     fn close_all(&mut self);
+
+    /// What a blocked receive may sleep on beside the socket's signal
+    /// ([`Pipes::pull_waits`]); patterns that never receive, or whose
+    /// receives never pull, keep this default.
+    fn pull_waits(&self, _out: &mut PullWaits) {}
+}
+
+/// The distinct [`PullWait`]s of a socket's pipes (at most
+/// [`MAX_PUMPED_PIPES`]: connections of one fabric node share theirs).
+#[derive(Debug, Default)]
+pub(crate) struct PullWaits {
+    list: Vec<Arc<dyn PullWait>>,
+}
+
+impl PullWaits {
+    fn add(&mut self, wait: Arc<dyn PullWait>) {
+        let fd = wait.fd().as_raw_fd();
+        if self.list.len() < MAX_PUMPED_PIPES && !self.list.iter().any(|w| w.fd().as_raw_fd() == fd)
+        {
+            self.list.push(wait);
+        }
+    }
+
+    /// The sources gathered.
+    pub(crate) fn list(&self) -> &[Arc<dyn PullWait>] {
+        &self.list
+    }
+
+    /// Forgets them all (keeps the room).
+    pub(crate) fn clear(&mut self) {
+        self.list.clear();
+    }
 }
 
 /// A received message and the pipe it came from.
@@ -321,6 +354,21 @@ impl Pipes {
         }
         let _ = (0..n).any(|k| self.list[(self.next_in + k) % n].pull());
         self.pop_next()
+    }
+
+    /// What a receiver may sleep on beside the socket's signal (see
+    /// [`crate::pipe::PullWait`]): one per distinct source, from the pipes
+    /// a receive pulls (none when there are more than
+    /// [`MAX_PUMPED_PIPES`], which the I/O thread alone reads).
+    pub fn pull_waits(&self, out: &mut PullWaits) {
+        if self.list.len() > MAX_PUMPED_PIPES {
+            return;
+        }
+        for pipe in &self.list {
+            if let Some(wait) = pipe.pull_wait() {
+                out.add(wait);
+            }
+        }
     }
 
     fn pop_next(&mut self) -> Option<(usize, Item)> {

@@ -2,7 +2,7 @@
 
 use fabriq_zmtp::{Multipart, Part, SocketType};
 
-use super::{not_supported, Pattern, Pipes, Received};
+use super::{not_supported, Pattern, Pipes, PullWaits, Received};
 use crate::error::Result;
 use crate::options::Options;
 use crate::pipe::PipeEnd;
@@ -39,5 +39,9 @@ impl Pattern for Pull {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }

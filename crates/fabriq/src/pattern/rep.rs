@@ -5,7 +5,7 @@
 use fabriq_zmtp::Multipart;
 use fabriq_zmtp::Part;
 
-use super::{Pattern, Pipes, Received};
+use super::{Pattern, Pipes, PullWaits, Received};
 use crate::error::{err, Error, Result};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
@@ -79,5 +79,9 @@ impl Pattern for Rep {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }

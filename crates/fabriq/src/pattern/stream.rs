@@ -15,7 +15,7 @@ use fabriq_zmtp::Multipart;
 use fabriq_zmtp::Part;
 
 use super::routing::RoutingIds;
-use super::{Pattern, Pipes, Received};
+use super::{Pattern, Pipes, PullWaits, Received};
 use crate::error::{err, Error, Result};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd, PipeId};
@@ -152,5 +152,9 @@ impl Pattern for Stream {
     fn close_all(&mut self) {
         self.pipes.close_all();
         self.ids.clear();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }

@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use fabriq_zmtp::{Multipart, Part, SocketType};
 
-use super::{not_supported, Pattern, Pipes, Received, Topics};
+use super::{not_supported, Pattern, Pipes, PullWaits, Received, Topics};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::pipe::{Item, PipeEnd};
@@ -127,5 +127,9 @@ impl Pattern for Subscribe {
 
     fn close_all(&mut self) {
         self.pipes.close_all();
+    }
+
+    fn pull_waits(&self, out: &mut PullWaits) {
+        self.pipes.pull_waits(out);
     }
 }

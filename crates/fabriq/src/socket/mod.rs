@@ -19,8 +19,8 @@ use crate::error::{err, fail, Error, Result};
 use crate::mailbox::Mailbox;
 use crate::message::{Message, Metadata};
 use crate::options::Options;
-use crate::pattern::{self, Pattern, Received};
-use crate::pipe::{PipeEnd, Queue};
+use crate::pattern::{self, Pattern, PullWaits, Received};
+use crate::pipe::{PipeEnd, PullWait, Queue};
 use crate::signal::Signal;
 use crate::socket_type::SocketType;
 
@@ -31,6 +31,8 @@ mod options;
 mod raw;
 mod recv;
 mod send;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 static NEXT_SOCKET_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -83,6 +85,12 @@ pub(crate) struct Core {
     /// The queues (to the peer, from the peer) of the pipes attached so
     /// far, for HWM changes (weak: a pipe that is gone is skipped).
     hwm_pipes: Vec<(Weak<Queue>, Weak<Queue>)>,
+    /// What a blocked receive sleeps on beside the signal (gathered anew
+    /// before each such sleep; kept for its room).
+    pull_waits: PullWaits,
+    /// The pull waits whose rings the last sleep took: settled after the
+    /// next look at the pipes (see [`crate::pipe::PullWait`]).
+    rung: Vec<Arc<dyn PullWait>>,
 }
 
 impl Core {
@@ -209,6 +217,8 @@ impl Socket {
                 endpoints: Endpoints { list: Vec::new() },
                 shared_signal: false,
                 hwm_pipes: Vec::new(),
+                pull_waits: PullWaits::default(),
+                rung: Vec::new(),
             }),
         })
     }
@@ -240,12 +250,16 @@ impl Socket {
     }
 
     /// Runs `op` until it stops saying EAGAIN, sleeping on the socket's
-    /// signal in between, within `timeout_ms` (-1: forever).
+    /// signal in between, within `timeout_ms` (-1: forever). A receive
+    /// (`receiving`) also sleeps on its connections' [`PullWait`]s.
+    ///
+    /// [`PullWait`]: crate::pipe::PullWait
     fn wait_for<T>(
         &self,
         core: &mut Core,
         nonblocking: bool,
         timeout_ms: i32,
+        receiving: bool,
         mut op: impl FnMut(&mut Core) -> Result<T>,
     ) -> Result<T> {
         // The deadline is set at the first EAGAIN, not here: a call that
@@ -270,10 +284,13 @@ impl Socket {
                 self.shared.signal.clear();
             }
             if self.ctx.is_terminated() {
+                Self::settle(core);
                 return err(Error::ETERM, "the context was terminated");
             }
             self.process_commands(core);
-            match op(core) {
+            let result = op(core);
+            Self::settle(core);
+            match result {
                 Err(Error::EAGAIN) => {
                     // A shared socket's blocking waits are the
                     // ThreadSafeSocket's own (a wait here would hold the
@@ -285,7 +302,7 @@ impl Socket {
                     let spin_us = core.opts.spin_us;
                     if timeout_ms < 0 && spin_us == 0 {
                         // Nothing to time: sleep until woken.
-                        self.shared.signal.wait(None);
+                        self.sleep(core, receiving, None);
                         continue;
                     }
                     let now = Instant::now();
@@ -312,10 +329,61 @@ impl Socket {
                             continue;
                         }
                     }
-                    self.shared.signal.wait(deadline);
+                    self.sleep(core, receiving, deadline);
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Sleeps until the signal is raised or `deadline` passes; a receive
+    /// also wakes when one of its connections' [`PullWait`]s turns
+    /// readable (input the next look pulls itself, with no hand-off
+    /// through the I/O thread).
+    ///
+    /// [`PullWait`]: crate::pipe::PullWait
+    fn sleep(&self, core: &mut Core, receiving: bool, deadline: Option<Instant>) {
+        use rustix::event::{PollFd, PollFlags};
+        if receiving {
+            core.pull_waits.clear();
+            core.pattern.pull_waits(&mut core.pull_waits);
+        }
+        let waits = if receiving {
+            core.pull_waits.list()
+        } else {
+            &[]
+        };
+        if waits.is_empty() {
+            self.shared.signal.wait(deadline);
+            return;
+        }
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + waits.len());
+        fds.push(PollFd::from_borrowed_fd(
+            self.shared.signal.as_fd(),
+            PollFlags::IN,
+        ));
+        for w in waits {
+            fds.push(PollFd::from_borrowed_fd(w.fd(), PollFlags::IN));
+        }
+        if crate::signal::wait_fds(&mut fds, deadline) == 0 {
+            return;
+        }
+        let rung: Vec<bool> = fds[1..].iter().map(|f| !f.revents().is_empty()).collect();
+        drop(fds);
+        let taken: Vec<Arc<dyn PullWait>> = waits
+            .iter()
+            .zip(rung)
+            .filter(|(w, rung)| *rung && w.take())
+            .map(|(w, _)| w.clone())
+            .collect();
+        core.rung.extend(taken);
+    }
+
+    /// Hands what the rings taken by the last sleep announced, and this
+    /// thread's look did not pull, back to the I/O thread.
+    fn settle(core: &mut Core) {
+        for w in core.rung.drain(..) {
+            w.settle();
         }
     }
 }

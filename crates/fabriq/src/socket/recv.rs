@@ -18,15 +18,19 @@ impl Socket {
         if core.inbox.is_empty() {
             let timeout = core.opts.rcvtimeo;
             let received =
-                self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
-                    match core.prefetched.take() {
+                self.wait_for(
+                    core,
+                    flags & DONTWAIT != 0,
+                    timeout,
+                    true,
+                    |core| match core.prefetched.take() {
                         Some(r) => Ok(r),
                         None => {
                             let Core { pattern, opts, .. } = core;
                             pattern.recv(opts)
                         }
-                    }
-                })?;
+                    },
+                )?;
             let mut frames = received.msg;
             if self.shared.socket_type.is_draft() {
                 core.draft_prefix =

@@ -97,7 +97,7 @@ impl Socket {
         let core = &mut *core;
         if !core.sending {
             let timeout = core.opts.sndtimeo;
-            let started = self.wait_for(core, flags & DONTWAIT != 0, timeout, |core| {
+            let started = self.wait_for(core, flags & DONTWAIT != 0, timeout, false, |core| {
                 let Core { pattern, opts, .. } = core;
                 pattern.start_send(&frame, opts)
             });

@@ -4,7 +4,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use crate::pipe::{Flush, PeerIo, Queue};
+use crate::pipe::{Flush, PeerIo, PullWait, Queue};
 use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 use super::super::{Clock, ReactorWaker};
@@ -150,6 +150,13 @@ impl PeerIo for Link {
             self.session.wake();
         }
         pulled.delivered > 0
+    }
+
+    fn pull_wait(&self, inbound: &Queue) -> Option<std::sync::Arc<dyn PullWait>> {
+        // The session holds the engine: it is reading, and wakes the
+        // socket with what it finds.
+        let slot = self.engine.try_lock().ok()?;
+        slot.as_ref()?.pull_wait(inbound)
     }
 }
 

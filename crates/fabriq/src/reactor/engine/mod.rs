@@ -217,6 +217,13 @@ pub(crate) trait Engine: Send {
     /// Speculative read on the socket's thread (see the module docs).
     fn pull(&mut self, inbound: &Queue, now: Instant) -> Pulled;
 
+    /// What the socket's thread may sleep on so that a [`Engine::pull`]
+    /// finds input as soon as it arrives ([`crate::pipe::PullWait`]):
+    /// engines whose input must pass the I/O thread keep this default.
+    fn pull_wait(&self, _inbound: &Queue) -> Option<std::sync::Arc<dyn crate::pipe::PullWait>> {
+        None
+    }
+
     /// A message landed in `outbound` while the engine waited for one;
     /// returns true if the engine wrote it on this thread (else the
     /// session is woken).

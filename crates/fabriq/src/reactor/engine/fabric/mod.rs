@@ -56,7 +56,7 @@ use fabriq_zmtp::{Command, Part, PeerInfo, ProtocolError};
 
 use super::{End, Engine, Input, Pulled, Reads, StreamEngine};
 use crate::options::FabricOptions;
-use crate::pipe::{Item, Queue};
+use crate::pipe::{Item, PullWait, Queue};
 use crate::spin::Spin;
 use crate::topics::Topics;
 use crate::transport::{Demux, Poller};
@@ -659,6 +659,23 @@ impl Engine for FabricEngine {
             delivered,
             hand_over: more,
         }
+    }
+
+    /// A blocked receive sleeps on the node's doorbell (shm: no CQ wait
+    /// descriptors; peers ring it after they sent pages) and reads the
+    /// completions itself when woken, one wake-up per hop. The I/O thread
+    /// watches the doorbell too. Providers with wait descriptors (tcp)
+    /// are left to the I/O thread: reading their queue costs system
+    /// calls, and `pull` reads it only while spinning.
+    fn pull_wait(&self, inbound: &Queue) -> Option<Arc<dyn PullWait>> {
+        if self.node.cq_waitable
+            || !self.is_active()
+            || self.flow.draining()
+            || inbound.is_conflate()
+        {
+            return None;
+        }
+        self.node.bell_wait()
     }
 
     fn can_flush(&self) -> bool {

@@ -10,8 +10,7 @@
 //! first; a page nobody claims is dropped and counted.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::UnixDatagram;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -22,9 +21,13 @@ use mio::Token;
 use super::conn::Limits;
 use super::rx::{Claim, Inbox, PageBuf};
 use super::tx::{PageFill, HEADER_ROOM};
-use super::wake::{self, Ringer};
+use super::wake::{self, Doorbell, Ringer};
 use crate::options::FabricOptions;
+use crate::pipe::PullWait;
 use crate::transport::Demux;
+
+mod open;
+mod wait;
 
 /// Receives kept posted, at most (a quarter of the pool, if smaller).
 pub(crate) const POSTED: usize = 128;
@@ -125,7 +128,7 @@ pub(crate) struct Node {
     /// For CQs without wait descriptors (shm on 1.17): a datagram socket
     /// in the abstract namespace that peers on this host ring after they
     /// sent us pages, and its name for READY.
-    pub(crate) doorbell: Option<(UnixDatagram, String)>,
+    pub(crate) doorbell: Option<Arc<Doorbell>>,
     /// With a doorbell: how many of our sockets spin on this node now
     /// (peers read it and skip the ring while it is above zero).
     pub(crate) spinners: Option<Arc<SharedCounter>>,
@@ -157,163 +160,6 @@ impl Node {
             fabric.page_count,
             fabric.page_size
         )
-    }
-
-    /// Opens the provider's first RDM endpoint on `local` (an address to
-    /// bind to, for providers that have addresses), registers its pages
-    /// and posts its receives.
-    pub(crate) fn open(
-        provider: Option<&str>,
-        local: Option<&str>,
-        fabric: &FabricOptions,
-    ) -> Result<Node, String> {
-        let (info, rma) = Self::choose(provider, local)?;
-        let page_size = usize::try_from(fabric.page_size).unwrap_or(0) + HEADER_ROOM;
-        let pages = usize::try_from(fabric.page_count).unwrap_or(0);
-        let max = info.max_msg_size();
-        if max > 0 && page_size > max {
-            return Err(format!(
-                "fabric_page_size {} is more than provider {} sends in one message ({max})",
-                fabric.page_size,
-                info.provider()
-            ));
-        }
-        let posted = POSTED.min(pages / 4).max(1);
-        let window = WINDOW.min(posted as u32);
-        let domain = fabriq_ofi::Domain::open_info(&info).map_err(|e| e.to_string())?;
-        let config = PagedConfig {
-            max_sends: pages,
-            max_recvs: posted,
-            ..PagedConfig::default()
-        };
-        let ep = PagedEndpoint::open(&domain, &info, config).map_err(|e| e.to_string())?;
-        let pool = PagePool::new(&domain, pages, page_size)
-            .map_err(|e| format!("cannot register {pages} pages of {page_size} bytes: {e}"))?;
-        let name = ep.name().map_err(|e| e.to_string())?;
-        let mut fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
-        if !wake::wait_fds_wake(&info.provider()) {
-            // Its descriptors exist but never become readable: treat it
-            // like a provider without them (doorbell and polling).
-            fds.clear();
-        }
-        let cq_waitable = !fds.is_empty();
-        let doorbell = match cq_waitable {
-            true => None,
-            false => match wake::open_doorbell() {
-                Ok((socket, name)) => {
-                    fds.push(socket.as_raw_fd());
-                    Some((socket, name))
-                }
-                Err(e) => {
-                    tracing::debug!(
-                        "no doorbell socket ({e}): peers ring over the control connection"
-                    );
-                    None
-                }
-            },
-        };
-        let spinners = doorbell
-            .as_ref()
-            .and_then(|_| match SharedCounter::create() {
-                Ok(c) => Some(Arc::new(c)),
-                Err(e) => {
-                    tracing::debug!("no spinner count ({e}): peers ring every time");
-                    None
-                }
-            });
-        let mut state = NodeState {
-            ep,
-            reads: 0,
-            domain: domain.clone(),
-            // No connection reads more than the default cap in one go
-            // (each may lower it with ZMQ_MAXMSGSIZE): the pool refuses
-            // longer buffers before mapping them.
-            reads_pool: fabriq_ofi::ReadPool::new(
-                &domain,
-                READ_POOL_BYTES,
-                usize::try_from(Limits::default().read_max).unwrap_or(usize::MAX),
-            ),
-            posted,
-            pool,
-            conns: HashMap::new(),
-            by_peer: HashMap::new(),
-            next_key: 1,
-            events: Vec::new(),
-            pending_ready: Vec::new(),
-            page_waiters: Vec::new(),
-            wanting: Vec::new(),
-            unclaimed: 0,
-        };
-        state.post_receives();
-        Ok(Node {
-            state: Mutex::new(state),
-            fds,
-            cq_waitable,
-            doorbell,
-            spinners,
-            ringer: Ringer::default(),
-            name,
-            provider: info.provider(),
-            page_size,
-            window,
-            rma,
-        })
-    }
-
-    /// The provider's first RDM endpoint description on `local`, with
-    /// RMA if it has it (and whether it does).
-    fn choose(
-        provider: Option<&str>,
-        local: Option<&str>,
-    ) -> Result<(fabriq_ofi::Info, bool), String> {
-        // `ofi://`: the first provider offered, named, so that an
-        // address-based one is bound like `ofi+NAME://` would be.
-        let first;
-        let provider = match provider {
-            Some(p) => Some(p),
-            None => {
-                let infos = fabriq_ofi::getinfo(&crate::transport::ofi::hints(None))
-                    .map_err(|e| e.to_string())?;
-                let info = infos.first().ok_or("fi_getinfo offered no endpoint")?;
-                first = info.provider().split(';').next().unwrap_or("").to_string();
-                Some(first.as_str())
-            }
-        };
-        let mut hints = crate::transport::ofi::hints(provider);
-        if let Some(ip) = local.filter(|ip| !ip.is_empty()) {
-            // Providers with IP addresses bind where the control
-            // connection is, so the fabric traffic takes the same path.
-            if matches!(
-                provider,
-                Some("tcp") | Some("sockets") | Some("net") | Some("udp")
-            ) {
-                hints = hints.node(ip).source(true);
-            }
-        }
-        // RMA (for rendezvous) where the provider has it; messages only
-        // otherwise.
-        // On shm, with virtual addresses, a read is a `process_vm_readv`
-        // in the reader, done when `fi_read` returns; with offsets it is a
-        // request the lender's progress serves while the reader polls.
-        // CMA needs ptrace rights over the lender, which read all of its
-        // memory anyway; a peer without them gets the request path, where
-        // the lender's provider checks the key (docs/security.md).
-        let with_rma = hints
-            .clone()
-            .caps(fabriq_ofi::Caps::MSG | fabriq_ofi::Caps::RMA)
-            .prefer_virt_addr(provider == Some("shm"));
-        if let Some(info) = fabriq_ofi::getinfo(&with_rma)
-            .ok()
-            .and_then(|i| i.into_iter().next())
-        {
-            return Ok((info, true));
-        }
-        let info = fabriq_ofi::getinfo(&hints)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
-            .ok_or("fi_getinfo offered no endpoint")?;
-        Ok((info, false))
     }
 
     fn lock(&self) -> MutexGuard<'_, NodeState> {
@@ -754,50 +600,6 @@ impl NodeState {
     }
 }
 
-impl Demux for Node {
-    fn fds(&self) -> Vec<RawFd> {
-        self.fds.clone()
-    }
-
-    fn take_ready(&self, out: &mut Vec<Token>) {
-        if let Some((socket, _)) = &self.doorbell {
-            // Edge-triggered: drain every ring.
-            let mut buf = [0u8; 64];
-            while socket.recv(&mut buf).is_ok() {}
-        }
-        let mut s = self.lock();
-        out.append(&mut s.pending_ready);
-        s.reap(out);
-    }
-
-    fn may_sleep(&self) -> bool {
-        let s = self.lock();
-        s.pending_ready.is_empty() && s.ep.try_wait().unwrap_or(true)
-    }
-
-    fn poll_interval(&self) -> Option<Duration> {
-        let s = self.lock();
-        // Received pages return to the pool when the application drops
-        // their last slice, on its own thread, and nothing wakes us for
-        // that: while fewer receives are posted than should be (the
-        // application holds many pages), poll, so they are posted again
-        // as pages come back. (Without this, a receiver whose pool ran dry
-        // never posted again: unbuffered 64 B messages, one page each,
-        // 1000 in the pipe, stalled the stream.)
-        let starved = s.ep.recvs_posted() < s.posted;
-        if self.cq_waitable {
-            return starved.then_some(POLL_EVERY);
-        }
-        // While a read is in flight nothing rings us for its completion:
-        // keep polling.
-        Some(if s.reads > 0 {
-            Duration::ZERO
-        } else {
-            POLL_EVERY
-        })
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -903,6 +705,95 @@ mod tests {
         assert_eq!(reader.lock().reads, 0);
         assert_ne!(reader.poll_interval(), Some(Duration::ZERO), "no busy poll");
         assert_ne!(lent.rma_addr(), 0, "shm lends by virtual address");
+    }
+
+    /// The three orders of a ring between the socket's thread (a blocked
+    /// receive sleeping on the doorbell, [`BellWait`]) and the I/O thread
+    /// (`take_ready`), for a page of one connection: the I/O thread drains
+    /// first (the socket's thread takes nothing); the socket's thread takes
+    /// the ring and its pull takes the news (no ring is handed on: one
+    /// wake-up); it takes the ring and its pull finds the engine busy (the
+    /// news is handed back: our own doorbell rings and `take_ready` hands
+    /// out the connection).
+    #[test]
+    fn a_ring_taken_by_the_sockets_thread_is_handed_back_unless_pulled() {
+        let fabric = FabricOptions::default();
+        let receiver = Arc::new(Node::open(Some("shm"), None, &fabric).expect("shm"));
+        let sender = Node::open(Some("shm"), None, &fabric).expect("shm");
+        let (key, token) = receiver.add(Token(7), false).unwrap();
+        receiver.authenticate(key, &sender.name).unwrap();
+        receiver.grant(key, 8);
+        let (skey, _) = sender.add(Token(1), false).unwrap();
+        let dest = sender.authenticate(skey, &receiver.name).unwrap();
+        let wait = receiver.bell_wait().expect("shm has a doorbell");
+        let bell = receiver.doorbell.clone().unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let readable = |fd: BorrowedFd<'_>| {
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN,
+            )];
+            let ten_s = rustix::event::Timespec {
+                tv_sec: 10,
+                tv_nsec: 0,
+            };
+            rustix::event::poll(&mut fds, Some(&ten_s)).unwrap() == 1
+        };
+        let mut taken = VecDeque::new();
+        for (seq, order) in ["io thread first", "pulled", "engine busy"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut page = sender.page(skey).unwrap();
+            page.fill(&[0, 1, b'x']).unwrap();
+            while let Err(back) = sender.send(skey, page, dest, token + seq as u64) {
+                // (Refused until the receiver's progress mapped us.)
+                assert!(
+                    std::time::Instant::now() < until,
+                    "{order}: the send never went"
+                );
+                sender.progress(skey);
+                receiver.progress(key);
+                page = back;
+            }
+            assert!(sender.ring(&bell.name), "{order}");
+            assert!(readable(wait.fd()), "{order}: the ring never came");
+            let mut out = Vec::new();
+            if order == "io thread first" {
+                receiver.take_ready(&mut out);
+                assert!(!wait.take(), "{order}: the I/O thread drained it");
+            } else {
+                assert!(wait.take(), "{order}");
+            }
+            // (The page may need more than one look at the queue.)
+            while !out.contains(&Token(7)) && !receiver.lock().pending_ready.contains(&Token(7)) {
+                assert!(std::time::Instant::now() < until, "{order}: no news");
+                if order == "io thread first" {
+                    receiver.take_ready(&mut out);
+                } else {
+                    // What `take` did, again (not handing out).
+                    receiver.lock().reap_pending();
+                }
+            }
+            if order == "pulled" {
+                // The receive's pull takes its own news.
+                assert!(!receiver.progress(key), "{order}: nobody else's news");
+            }
+            if order != "io thread first" {
+                wait.settle();
+            }
+            let handed_back = bell.drain();
+            assert_eq!(handed_back, order == "engine busy", "{order}");
+            if handed_back {
+                receiver.take_ready(&mut out);
+                assert!(
+                    out.contains(&Token(7)),
+                    "{order}: the I/O thread hands it out"
+                );
+            }
+            assert_eq!(receiver.take_in_order(key, &mut taken), None, "{order}");
+            assert_eq!(taken.len(), seq + 1, "{order}: the page was taken");
+        }
     }
 
     /// A connection that found the pool empty is readied when a page

@@ -34,7 +34,7 @@ impl FabricEngine {
         let doorbell = (!node.cq_waitable).then(|| {
             node.doorbell
                 .as_ref()
-                .map_or(String::new(), |(_, n)| n.clone())
+                .map_or(String::new(), |bell| bell.name.clone())
         });
         let ours = PeerFabric {
             address: node.name.clone(),

@@ -10,6 +10,7 @@
 //! boot id, not the boot id itself.
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::OnceLock;
@@ -67,13 +68,41 @@ pub(crate) fn open_spinners(at: &str) -> Option<SharedCounter> {
         .ok()
 }
 
-/// A nonblocking datagram socket bound to a random abstract name, and
-/// the name.
-pub(crate) fn open_doorbell() -> io::Result<(UnixDatagram, String)> {
-    let name = format!("fabriq-ofi-{}", random_name()?);
-    let socket = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
-    socket.set_nonblocking(true)?;
-    Ok((socket, name))
+/// A node's doorbell: a nonblocking datagram socket bound to a random
+/// abstract name. The I/O thread watches it, and so does a socket's
+/// thread blocked in a receive ([`PullWait`]).
+#[derive(Debug)]
+pub(crate) struct Doorbell {
+    socket: UnixDatagram,
+    /// The abstract name, for READY.
+    pub(crate) name: String,
+}
+
+impl Doorbell {
+    /// Binds a new doorbell to a random name.
+    pub(crate) fn open() -> io::Result<Doorbell> {
+        let name = format!("fabriq-ofi-{}", random_name()?);
+        let socket = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+        socket.set_nonblocking(true)?;
+        Ok(Doorbell { socket, name })
+    }
+
+    /// Takes every ring out (the loop's registration is edge-triggered);
+    /// true when there was one.
+    pub(crate) fn drain(&self) -> bool {
+        let mut buf = [0u8; 64];
+        let mut rung = false;
+        while self.socket.recv(&mut buf).is_ok() {
+            rung = true;
+        }
+        rung
+    }
+
+    /// The descriptor the I/O thread and a receiving socket's thread
+    /// poll.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
 }
 
 /// Rings peers' doorbells, from one unbound socket made on first use.
@@ -127,14 +156,15 @@ mod tests {
     /// Doorbell names are random, and only names of that form are rung.
     #[test]
     fn doorbells_have_unguessable_names_and_only_ours_are_rung() {
-        let (a, name_a) = open_doorbell().unwrap();
-        let (_b, name_b) = open_doorbell().unwrap();
+        let a = Doorbell::open().unwrap();
+        let b = Doorbell::open().unwrap();
+        let (name_a, name_b) = (a.name.clone(), b.name.clone());
         assert_ne!(name_a, name_b);
         assert_eq!(name_a.len(), "fabriq-ofi-".len() + 32);
         let ringer = Ringer::default();
         assert!(ringer.ring(&name_a));
         let mut buf = [0u8; 4];
-        assert_eq!(a.recv(&mut buf).unwrap(), 1);
+        assert_eq!(a.socket.recv(&mut buf).unwrap(), 1);
         // Another socket of the namespace is never rung.
         let name = format!("not-a-doorbell-{}", random_name().unwrap());
         let other =

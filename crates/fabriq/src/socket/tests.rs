@@ -1,0 +1,179 @@
+//! The socket's own waits, with a fake connection behind a pipe.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixDatagram;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use fabriq_zmtp::{Part, SocketType as ZmtpType};
+
+use super::Socket;
+use crate::pipe::{next_pipe_id, Flush, Item, PeerIo, PeerMeta, PipeEnd, PullWait, Queue, Waker};
+use crate::Context;
+
+/// A connection whose input only a pull on the socket's thread can read,
+/// and only once the socket's sleep saw its descriptor ring (as a fabric
+/// node's completion queue is read after its doorbell rang). Nothing
+/// ever raises the socket's signal for it.
+#[derive(Debug)]
+struct Bell {
+    socket: UnixDatagram,
+    /// A ring was taken and its input not pulled yet.
+    rung: AtomicBool,
+    /// Rings taken, and settles that followed (each after a look).
+    taken: AtomicUsize,
+    settled: AtomicUsize,
+    /// What `settle` found not pulled (handed to the I/O thread).
+    handed_back: AtomicUsize,
+}
+
+impl Bell {
+    fn new(socket: UnixDatagram) -> Bell {
+        socket.set_nonblocking(true).unwrap();
+        Bell {
+            socket,
+            rung: AtomicBool::new(false),
+            taken: AtomicUsize::new(0),
+            settled: AtomicUsize::new(0),
+            handed_back: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl PullWait for Bell {
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+
+    fn take(&self) -> bool {
+        let mut buf = [0u8; 8];
+        let mut any = false;
+        while self.socket.recv(&mut buf).is_ok() {
+            any = true;
+        }
+        if any {
+            self.rung.store(true, Ordering::Release);
+            self.taken.fetch_add(1, Ordering::AcqRel);
+        }
+        any
+    }
+
+    fn settle(&self) {
+        self.settled.fetch_add(1, Ordering::AcqRel);
+        if self.rung.load(Ordering::Acquire) {
+            self.handed_back.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Behind {
+    bell: Arc<Bell>,
+    /// The engine is busy (held by its session): a pull reads nothing.
+    busy: AtomicBool,
+}
+
+impl PeerIo for Behind {
+    fn wake(&self) {}
+
+    fn output_ready(&self, _outbound: &Queue) {}
+
+    fn flush(&self, _outbound: &Queue) -> Flush {
+        Flush::Nothing
+    }
+
+    fn pull(&self, inbound: &Queue) -> bool {
+        if self.busy.load(Ordering::Acquire) || !self.bell.rung.swap(false, Ordering::AcqRel) {
+            return false;
+        }
+        inbound.push(Item::Msg(
+            [Part::copy_from_slice(b"pulled")].into_iter().collect(),
+        ));
+        true
+    }
+
+    fn pull_wait(&self, _inbound: &Queue) -> Option<Arc<dyn PullWait>> {
+        Some(self.bell.clone())
+    }
+}
+
+/// Attaches a pipe whose far end is `io` to `socket`.
+fn attach(socket: &Socket, io: Arc<dyn PeerIo>) {
+    let signal = socket.shared.signal.clone();
+    let rx = Queue::new(0, Waker::Socket(signal.clone()), Waker::Peer(io.clone()));
+    let tx = Queue::new(0, Waker::Peer(io.clone()), Waker::Socket(signal));
+    socket.shared.attach(PipeEnd {
+        id: next_pipe_id(),
+        rx,
+        tx,
+        peer: PeerMeta {
+            identity: bytes::Bytes::new(),
+            metadata: None,
+            all_groups: false,
+            late: None,
+        },
+        peer_io: Some(io),
+        reader: Default::default(),
+    });
+}
+
+/// A blocked receive sleeps on its connections' pull waits as well as on
+/// its signal, and pulls when one rings: the message arrives though the
+/// I/O thread never hands it over. (Before, the receive slept on the
+/// signal alone and timed out.)
+#[test]
+fn a_blocked_receive_wakes_on_its_connections_pull_wait_and_pulls() {
+    let ctx = Context::new();
+    let socket = Socket::new(ctx, ZmtpType::Pull).unwrap();
+    socket.set_rcvtimeo(5_000).unwrap();
+    let (ringer, bell) = UnixDatagram::pair().unwrap();
+    let bell = Arc::new(Bell::new(bell));
+    attach(
+        &socket,
+        Arc::new(Behind {
+            bell: bell.clone(),
+            busy: AtomicBool::new(false),
+        }),
+    );
+    // Nothing to pull before the ring: the receive would block.
+    assert_eq!(
+        socket.recv_bytes(crate::DONTWAIT).unwrap_err(),
+        crate::Error::EAGAIN
+    );
+    ringer.send(b"!").unwrap();
+    assert_eq!(socket.recv_bytes(0).unwrap(), b"pulled");
+    // The ring was taken, then settled after the look that pulled it:
+    // nothing was handed back to the I/O thread.
+    assert_eq!(bell.taken.load(Ordering::Acquire), 1);
+    assert_eq!(bell.settled.load(Ordering::Acquire), 1);
+    assert_eq!(bell.handed_back.load(Ordering::Acquire), 0);
+    // The ring was consumed: the next receive waits again (and times out).
+    socket.set_rcvtimeo(50).unwrap();
+    assert_eq!(socket.recv_bytes(0).unwrap_err(), crate::Error::EAGAIN);
+    assert_eq!(bell.taken.load(Ordering::Acquire), 1);
+}
+
+/// A ring the receive took but could not pull (the engine was busy) is
+/// settled after that look, so it is handed back to the I/O thread rather
+/// than lost; the receive then goes on waiting. (A settle skipped on the
+/// EAGAIN path would leave `handed_back` at 0.)
+#[test]
+fn a_ring_the_receive_could_not_pull_is_handed_back() {
+    let ctx = Context::new();
+    let socket = Socket::new(ctx, ZmtpType::Pull).unwrap();
+    socket.set_rcvtimeo(200).unwrap();
+    let (ringer, bell) = UnixDatagram::pair().unwrap();
+    let bell = Arc::new(Bell::new(bell));
+    attach(
+        &socket,
+        Arc::new(Behind {
+            bell: bell.clone(),
+            busy: AtomicBool::new(true),
+        }),
+    );
+    ringer.send(b"!").unwrap();
+    assert_eq!(socket.recv_bytes(0).unwrap_err(), crate::Error::EAGAIN);
+    assert_eq!(bell.taken.load(Ordering::Acquire), 1);
+    assert_eq!(bell.settled.load(Ordering::Acquire), 1);
+    assert_eq!(bell.handed_back.load(Ordering::Acquire), 1);
+}
