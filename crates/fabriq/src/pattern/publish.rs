@@ -201,6 +201,11 @@ impl Pattern for Publish {
     fn send(&mut self, msg: Multipart, opts: &Options) -> Result<()> {
         self.process_input(opts, true);
         let first: &[u8] = msg.first().map_or(&[], |b| &b[..]);
+        // XPUB_NODROP: `start_send` found room (or the overdraft of a
+        // connection its I/O thread holds) in every matching pipe; asking
+        // again here could say no (the engine let go meanwhile and the
+        // wire is full) and drop a message the send then reports as sent.
+        let nodrop = self.xpub && opts.xpub_nodrop;
         // The last peer to take the message gets it without a copy of its
         // frame list (with one subscriber, no copy at all).
         let mut last = None;
@@ -209,7 +214,7 @@ impl Pattern for Publish {
             // dist_t::reverse_match.
             let matched =
                 self.subs.get(&pipe.id).is_some_and(|t| t.matches(first)) != opts.invert_matching;
-            if matched && pipe.has_room_to_send() {
+            if matched && (nodrop || pipe.has_room_to_send()) {
                 if let Some(prev) = last.replace(i) {
                     self.pipes.list[prev].tx.push(Item::Msg(msg.clone()));
                 }

@@ -99,9 +99,16 @@ impl PeerIo for Behind {
 
 /// Attaches a pipe whose far end is `io` to `socket`.
 fn attach(socket: &Socket, io: Arc<dyn PeerIo>) {
+    attach_with(socket, io, 0);
+}
+
+/// Attaches a pipe whose far end is `io` to `socket`, its outgoing queue
+/// bounded at `hwm` messages; returns that queue and the incoming one.
+fn attach_with(socket: &Socket, io: Arc<dyn PeerIo>, hwm: usize) -> (Arc<Queue>, Arc<Queue>) {
     let signal = socket.shared.signal.clone();
     let rx = Queue::new(0, Waker::Socket(signal.clone()), Waker::Peer(io.clone()));
-    let tx = Queue::new(0, Waker::Peer(io.clone()), Waker::Socket(signal));
+    let tx = Queue::new(hwm, Waker::Peer(io.clone()), Waker::Socket(signal));
+    let queues = (tx.clone(), rx.clone());
     socket.shared.attach(PipeEnd {
         id: next_pipe_id(),
         rx,
@@ -115,6 +122,7 @@ fn attach(socket: &Socket, io: Arc<dyn PeerIo>) {
         peer_io: Some(io),
         reader: Default::default(),
     });
+    queues
 }
 
 /// A blocked receive sleeps on its connections' pull waits as well as on
@@ -176,4 +184,62 @@ fn a_ring_the_receive_could_not_pull_is_handed_back() {
     assert_eq!(bell.taken.load(Ordering::Acquire), 1);
     assert_eq!(bell.settled.load(Ordering::Acquire), 1);
     assert_eq!(bell.handed_back.load(Ordering::Acquire), 1);
+}
+
+/// A connection whose engine the I/O thread holds at every other flush
+/// (`Flush::Busy`, the overdraft), and whose wire is full otherwise
+/// (`Flush::Nothing`).
+#[derive(Debug, Default)]
+struct Alternating {
+    flushes: AtomicUsize,
+}
+
+impl PeerIo for Alternating {
+    fn wake(&self) {}
+
+    fn output_ready(&self, _outbound: &Queue) {}
+
+    fn flush(&self, _outbound: &Queue) -> Flush {
+        if self.flushes.fetch_add(1, Ordering::AcqRel) % 2 == 0 {
+            Flush::Busy
+        } else {
+            Flush::Nothing
+        }
+    }
+
+    fn pull(&self, _inbound: &Queue) -> bool {
+        false
+    }
+}
+
+/// XPUB_NODROP never reports a message sent that it dropped: the room
+/// its check found (here the overdraft of a busy engine) is what the send
+/// uses. Before, the send asked the connection again, found the wire full
+/// and dropped the message it then reported as sent (surface.rs
+/// `xpub_nodrop` lost its last accepted message about one run in eight).
+#[test]
+fn xpub_nodrop_sends_what_it_accepted() {
+    let ctx = Context::new();
+    let socket = Socket::new(ctx, ZmtpType::XPub).unwrap();
+    socket.set_xpub_nodrop(true).unwrap();
+    let io = Arc::new(Alternating::default());
+    let (to_peer, from_peer) = attach_with(&socket, io, 1);
+    from_peer.push(Item::Subscribe(bytes::Bytes::new()));
+    assert_eq!(socket.recv_bytes(0).unwrap(), b"\x01");
+    socket.send("one", crate::DONTWAIT).unwrap();
+    // The pipe is at its HWM: the check flushes (Busy: the overdraft
+    // lets it take one more), the send must not ask again.
+    let mut accepted = 1;
+    for n in 0..4 {
+        match socket.send(format!("more {n}").as_str(), crate::DONTWAIT) {
+            Ok(()) => accepted += 1,
+            Err(e) => assert_eq!(e, crate::Error::EAGAIN),
+        }
+    }
+    assert_eq!(
+        to_peer.len(),
+        accepted,
+        "every message reported sent is queued"
+    );
+    assert!(accepted >= 2, "the overdraft took one");
 }
