@@ -284,12 +284,16 @@ impl Socket {
                 self.shared.signal.clear();
             }
             if self.ctx.is_terminated() {
-                Self::settle(core);
+                if !core.rung.is_empty() {
+                    Self::settle(core);
+                }
                 return err(Error::ETERM, "the context was terminated");
             }
             self.process_commands(core);
             let result = op(core);
-            Self::settle(core);
+            if !core.rung.is_empty() {
+                Self::settle(core);
+            }
             match result {
                 Err(Error::EAGAIN) => {
                     // A shared socket's blocking waits are the
@@ -342,6 +346,9 @@ impl Socket {
     /// through the I/O thread).
     ///
     /// [`PullWait`]: crate::pipe::PullWait
+    // Out of line: the busy path (a look that finds its message) stays
+    // small enough for the pattern's receive to be inlined into it.
+    #[inline(never)]
     fn sleep(&self, core: &mut Core, receiving: bool, deadline: Option<Instant>) {
         use rustix::event::{PollFd, PollFlags};
         if receiving {
@@ -381,6 +388,8 @@ impl Socket {
 
     /// Hands what the rings taken by the last sleep announced, and this
     /// thread's look did not pull, back to the I/O thread.
+    #[cold]
+    #[inline(never)]
     fn settle(core: &mut Core) {
         for w in core.rung.drain(..) {
             w.settle();
