@@ -125,24 +125,29 @@ fn attach_with(socket: &Socket, io: Arc<dyn PeerIo>, hwm: usize) -> (Arc<Queue>,
     queues
 }
 
+/// A PULL (receive timeout `rcvtimeo_ms`) whose one connection is
+/// [`Behind`] a [`Bell`], its engine `busy` or not; the socket, the end
+/// that rings the bell, and the bell.
+fn belled_pull(busy: bool, rcvtimeo_ms: i32) -> (Socket, UnixDatagram, Arc<Bell>) {
+    let socket = Socket::new(Context::new(), ZmtpType::Pull).unwrap();
+    socket.set_rcvtimeo(rcvtimeo_ms).unwrap();
+    let (ringer, bell) = UnixDatagram::pair().unwrap();
+    let bell = Arc::new(Bell::new(bell));
+    let behind = Behind {
+        bell: bell.clone(),
+        busy: AtomicBool::new(busy),
+    };
+    attach(&socket, Arc::new(behind));
+    (socket, ringer, bell)
+}
+
 /// A blocked receive sleeps on its connections' pull waits as well as on
 /// its signal, and pulls when one rings: the message arrives though the
 /// I/O thread never hands it over. (Before, the receive slept on the
 /// signal alone and timed out.)
 #[test]
 fn a_blocked_receive_wakes_on_its_connections_pull_wait_and_pulls() {
-    let ctx = Context::new();
-    let socket = Socket::new(ctx, ZmtpType::Pull).unwrap();
-    socket.set_rcvtimeo(5_000).unwrap();
-    let (ringer, bell) = UnixDatagram::pair().unwrap();
-    let bell = Arc::new(Bell::new(bell));
-    attach(
-        &socket,
-        Arc::new(Behind {
-            bell: bell.clone(),
-            busy: AtomicBool::new(false),
-        }),
-    );
+    let (socket, ringer, bell) = belled_pull(false, 5_000);
     // Nothing to pull before the ring: the receive would block.
     assert_eq!(
         socket.recv_bytes(crate::DONTWAIT).unwrap_err(),
@@ -167,18 +172,7 @@ fn a_blocked_receive_wakes_on_its_connections_pull_wait_and_pulls() {
 /// EAGAIN path would leave `handed_back` at 0.)
 #[test]
 fn a_ring_the_receive_could_not_pull_is_handed_back() {
-    let ctx = Context::new();
-    let socket = Socket::new(ctx, ZmtpType::Pull).unwrap();
-    socket.set_rcvtimeo(200).unwrap();
-    let (ringer, bell) = UnixDatagram::pair().unwrap();
-    let bell = Arc::new(Bell::new(bell));
-    attach(
-        &socket,
-        Arc::new(Behind {
-            bell: bell.clone(),
-            busy: AtomicBool::new(true),
-        }),
-    );
+    let (socket, ringer, bell) = belled_pull(true, 200);
     ringer.send(b"!").unwrap();
     assert_eq!(socket.recv_bytes(0).unwrap_err(), crate::Error::EAGAIN);
     assert_eq!(bell.taken.load(Ordering::Acquire), 1);
