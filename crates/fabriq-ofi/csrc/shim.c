@@ -262,6 +262,9 @@ size_t fabriq_ofi_info_max_msg_size(const struct fi_info *i) {
 size_t fabriq_ofi_info_inject_size(const struct fi_info *i) {
     return i->tx_attr ? i->tx_attr->inject_size : 0;
 }
+size_t fabriq_ofi_info_tx_iov_limit(const struct fi_info *i) {
+    return i->tx_attr ? i->tx_attr->iov_limit : 0;
+}
 size_t fabriq_ofi_info_tx_size(const struct fi_info *i) {
     return i->tx_attr ? i->tx_attr->size : 0;
 }
@@ -505,6 +508,25 @@ ssize_t fabriq_ofi_senddata(struct fid_ep *ep, const void *buf, size_t len,
                             void *desc, uint64_t data, fi_addr_t dest,
                             void *context) {
     return fi_senddata(ep, buf, len, desc, data, dest, context);
+}
+/* A send of two pieces, received as one message: a page (registered,
+ * `desc0`) and then `buf1`, which the provider reads in place (no
+ * descriptor: only for domains without FI_MR_LOCAL). */
+ssize_t fabriq_ofi_send2data(struct fid_ep *ep, const void *buf0, size_t len0,
+                             void *desc0, const void *buf1, size_t len1,
+                             int has_data, uint64_t data, fi_addr_t dest,
+                             void *context) {
+    struct iovec iov[2] = {{(void *)buf0, len0}, {(void *)buf1, len1}};
+    void *desc[2] = {desc0, NULL};
+    struct fi_msg msg = {
+        .msg_iov = iov,
+        .desc = desc,
+        .iov_count = 2,
+        .addr = dest,
+        .context = context,
+        .data = data,
+    };
+    return fi_sendmsg(ep, &msg, FI_COMPLETION | (has_data ? FI_REMOTE_CQ_DATA : 0));
 }
 ssize_t fabriq_ofi_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
                         fi_addr_t src, uint64_t addr, uint64_t key,

@@ -247,6 +247,46 @@ impl Endpoint {
         )
     }
 
+    /// Posts one message of two pieces (`fi_sendmsg` with two iovs and,
+    /// with `data`, remote CQ data): `buf0..buf0+len0` (registered, with
+    /// `desc0`) and then `buf1..buf1+len1`, which is not registered (only
+    /// for domains without `FI_MR_LOCAL`, see
+    /// [`PagedEndpoint::sends_pieces`](crate::PagedEndpoint::sends_pieces)).
+    ///
+    /// # Safety
+    ///
+    /// As [`Endpoint::send_raw`], for both pieces.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn send2_raw(
+        &self,
+        buf0: *const u8,
+        len0: usize,
+        desc0: Desc,
+        buf1: *const u8,
+        len1: usize,
+        dest: FiAddr,
+        data: Option<u64>,
+        context: *mut c_void,
+    ) -> Result<()> {
+        self.check_enabled()?;
+        // SAFETY: the caller upholds the buffers and context contract.
+        let ret = unsafe {
+            sys::fabriq_ofi_send2data(
+                self.ptr.as_ptr(),
+                buf0.cast(),
+                len0,
+                desc0.0,
+                buf1.cast(),
+                len1,
+                std::ffi::c_int::from(data.is_some()),
+                data.unwrap_or(0),
+                dest.0,
+                context,
+            )
+        };
+        sys::check("fi_sendmsg", ret)
+    }
+
     /// Posts an RMA read (`fi_read`) of `len` bytes at the peer's `addr`
     /// under its registration `key` into `buf`. `-FI_EAGAIN` is
     /// [`Error::Again`].

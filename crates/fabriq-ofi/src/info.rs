@@ -357,6 +357,10 @@ impl Info {
         inject_size, fabriq_ofi_info_inject_size, usize
     );
     getter!(
+        /// Pieces one send may gather (`tx_attr->iov_limit`).
+        tx_iov_limit, fabriq_ofi_info_tx_iov_limit, usize
+    );
+    getter!(
         /// Bytes of remote CQ data a send may carry (0: none).
         cq_data_size, fabriq_ofi_info_cq_data_size, usize
     );

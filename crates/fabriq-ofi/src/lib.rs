@@ -92,7 +92,7 @@ pub use error::{CompletionError, CompletionErrorKind, Error, Result};
 pub use fabric::Fabric;
 pub use info::{getinfo, runtime_version, Caps, EpType, Hints, Info, MrMode, Progress};
 pub use mr::{Access, Desc, Lent, MemoryRegion, ReadBuffer, ReadPool};
-pub use paged::{Event, PagedConfig, PagedEndpoint, PostError, ReadPostError};
+pub use paged::{Event, PagedConfig, PagedEndpoint, PiecesPostError, PostError, ReadPostError};
 pub use pool::{Page, PagePool};
 pub use shared::SharedCounter;
 

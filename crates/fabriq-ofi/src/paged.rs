@@ -13,7 +13,7 @@ use crate::cq::{Completion, CompletionQueue, CqFormat, Wait};
 use crate::domain::Domain;
 use crate::endpoint::{CqBind, Endpoint};
 use crate::error::{CompletionError, Error, Result};
-use crate::info::Info;
+use crate::info::{Info, MrMode};
 use crate::mr::ReadBuffer;
 use crate::pool::Page;
 
@@ -109,6 +109,18 @@ pub struct PostError {
     pub page: Page,
 }
 
+/// A send of a page and a tail that was refused; both come back.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct PiecesPostError {
+    /// Why (e.g. [`Error::Again`]: read completions and retry).
+    pub error: Error,
+    /// The page that was not posted.
+    pub page: Page,
+    /// The tail that was not posted.
+    pub tail: bytes::Bytes,
+}
+
 /// A read that was refused; the buffer comes back.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}")]
@@ -126,7 +138,9 @@ struct Ctx(UnsafeCell<[usize; 4]>);
 
 enum Slot {
     Free,
-    Send(Page, FiAddr, u64),
+    /// A page, and the bytes sent after it in the same message, if any
+    /// (kept alive until the completion).
+    Send(Page, Option<bytes::Bytes>, FiAddr, u64),
     Recv(Page),
     Read(ReadBuffer, u64),
 }
@@ -151,6 +165,9 @@ pub struct PagedEndpoint {
     scratch: Vec<Completion>,
     /// Receive completions are read with their source (`FI_SOURCE`).
     source: bool,
+    /// Sends may gather a page and unregistered bytes
+    /// ([`PagedEndpoint::sends_pieces`]).
+    pieces: bool,
     /// Peers removed with [`PagedEndpoint::remove_peer`]: their AV entries
     /// stay taken, and their messages have no source.
     retired: std::collections::HashSet<FiAddr>,
@@ -207,6 +224,7 @@ impl PagedEndpoint {
         ep.bind_av(&av)?;
         ep.enable()?;
         let source = info.has_source() && reserve_own_slot(&ep, &av)?;
+        let pieces = info.tx_iov_limit() >= 2 && !info.mr_mode().contains(MrMode::LOCAL);
         let n = tx_size + rx_size;
         Ok(PagedEndpoint {
             ep,
@@ -221,6 +239,7 @@ impl PagedEndpoint {
             config,
             scratch: Vec::with_capacity(crate::cq::READ_BATCH),
             source,
+            pieces,
             retired: std::collections::HashSet::new(),
         })
     }
@@ -363,44 +382,110 @@ impl PagedEndpoint {
         data: Option<u64>,
         tag: u64,
     ) -> Result<(), PostError> {
+        self.post_send(page, None, dest, data, tag)
+            .map_err(|(error, page, _)| PostError { error, page })
+    }
+
+    /// True when [`PagedEndpoint::send_pieces`] may be used: the provider
+    /// gathers two pieces per send (`tx_attr->iov_limit` >= 2) and does
+    /// not need local buffers registered (no `FI_MR_LOCAL`).
+    pub fn sends_pieces(&self) -> bool {
+        self.pieces
+    }
+
+    /// Sends the filled part of `page` and then `tail` as one message (the
+    /// peer receives them contiguous), as [`PagedEndpoint::send`] does a
+    /// page. `tail` is read in place by the provider, not copied, and is
+    /// held until the completion. Refused ([`Error::Invalid`]) unless
+    /// [`PagedEndpoint::sends_pieces`].
+    // The refusal hands back the page and the tail it owns; boxing it
+    // would allocate on every EAGAIN of a busy provider.
+    #[allow(clippy::result_large_err)]
+    pub fn send_pieces(
+        &mut self,
+        page: Page,
+        tail: bytes::Bytes,
+        dest: FiAddr,
+        data: Option<u64>,
+        tag: u64,
+    ) -> Result<(), PiecesPostError> {
+        if !self.pieces {
+            return Err(PiecesPostError {
+                error: Error::Invalid(format!(
+                    "{} cannot send unregistered pieces (FI_MR_LOCAL or iov_limit < 2)",
+                    self.ep.info().provider()
+                )),
+                page,
+                tail,
+            });
+        }
+        self.post_send(page, Some(tail), dest, data, tag)
+            .map_err(|(error, page, tail)| PiecesPostError {
+                error,
+                page,
+                tail: tail.unwrap_or_default(),
+            })
+    }
+
+    #[allow(clippy::result_large_err)] // as send_pieces
+    fn post_send(
+        &mut self,
+        page: Page,
+        tail: Option<bytes::Bytes>,
+        dest: FiAddr,
+        data: Option<u64>,
+        tag: u64,
+    ) -> Result<(), (Error, Page, Option<bytes::Bytes>)> {
         if let Err(error) = self.check_page(&page) {
-            return Err(PostError { error, page });
+            return Err((error, page, tail));
         }
         if self.retired.contains(&dest) {
-            return Err(PostError {
-                error: Error::Invalid(format!("peer {dest:?} was removed")),
+            return Err((
+                Error::Invalid(format!("peer {dest:?} was removed")),
                 page,
-            });
+                tail,
+            ));
         }
         if self.sends >= self.config.max_sends {
-            return Err(PostError {
-                error: Error::Invalid(format!("send window full ({} in flight)", self.sends)),
+            return Err((
+                Error::Invalid(format!("send window full ({} in flight)", self.sends)),
                 page,
-            });
+                tail,
+            ));
         }
         let Some(i) = self.free.pop() else {
-            return Err(PostError {
-                error: Error::Invalid("no free operation slot".into()),
-                page,
-            });
+            return Err((Error::Invalid("no free operation slot".into()), page, tail));
         };
         let (ptr, len, desc) = (page.ptr(), page.len(), page.desc());
-        self.slots[i] = Slot::Send(page, dest, tag);
+        let piece = tail.as_ref().map(|t| (t.as_ptr(), t.len()));
+        self.slots[i] = Slot::Send(page, tail, dest, tag);
+        let ctx = self.ctx_ptr(i);
         // SAFETY: as in post_recv: registered memory owned by slots[i] until
-        // completion or close; ctxs[i] unique to this operation.
+        // completion or close; ctxs[i] unique to this operation. The tail's
+        // bytes are owned by the same slot (a `Bytes` never moves its
+        // bytes) and, with `pieces`, need no registration.
         let posted = unsafe {
-            self.ep
-                .send_raw(ptr, len, desc, dest, data, self.ctx_ptr(i))
+            match piece {
+                None => self.ep.send_raw(ptr, len, desc, dest, data, ctx),
+                Some((tptr, tlen)) => self
+                    .ep
+                    .send2_raw(ptr, len, desc, tptr, tlen, dest, data, ctx),
+            }
         };
         match posted {
             Ok(()) => {
                 self.sends += 1;
                 Ok(())
             }
-            Err(error) => Err(PostError {
-                error,
-                page: self.take(i).expect("slot just filled"),
-            }),
+            Err(error) => {
+                let Slot::Send(page, tail, _, _) =
+                    std::mem::replace(&mut self.slots[i], Slot::Free)
+                else {
+                    unreachable!("slot just filled with a send")
+                };
+                self.free.push(i);
+                Err((error, page, tail))
+            }
         }
     }
 
@@ -481,7 +566,7 @@ impl PagedEndpoint {
     fn take(&mut self, i: usize) -> Option<Page> {
         let page = match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free | Slot::Read(..) => return None,
-            Slot::Send(p, _, _) | Slot::Recv(p) => p,
+            Slot::Send(p, ..) | Slot::Recv(p) => p,
         };
         self.free.push(i);
         Some(page)
@@ -567,7 +652,7 @@ impl PagedEndpoint {
             .ok_or_else(|| Self::unknown(c.context))?;
         match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return Err(Self::unknown(c.context)),
-            Slot::Send(page, dest, tag) => {
+            Slot::Send(page, _tail, dest, tag) => {
                 self.sends -= 1;
                 events.push(Event::Sent { page, dest, tag });
             }
@@ -603,7 +688,7 @@ impl PagedEndpoint {
             .ok_or_else(|| Error::Completion(Box::new(error.clone())))?;
         match std::mem::replace(&mut self.slots[i], Slot::Free) {
             Slot::Free => return Err(Error::Completion(Box::new(error))),
-            Slot::Send(page, dest, tag) => {
+            Slot::Send(page, _tail, dest, tag) => {
                 self.sends -= 1;
                 events.push(Event::SendFailed {
                     page,

@@ -101,6 +101,7 @@ shim! {
     pub fn fabriq_ofi_info_threading(info: *const fi_info) -> c_int;
     pub fn fabriq_ofi_info_max_msg_size(info: *const fi_info) -> usize;
     pub fn fabriq_ofi_info_inject_size(info: *const fi_info) -> usize;
+    pub fn fabriq_ofi_info_tx_iov_limit(info: *const fi_info) -> usize;
     pub fn fabriq_ofi_info_tx_size(info: *const fi_info) -> usize;
     pub fn fabriq_ofi_info_rx_size(info: *const fi_info) -> usize;
     pub fn fabriq_ofi_info_src_addr(info: *const fi_info, len: *mut usize) -> *const c_void;
@@ -141,6 +142,7 @@ shim! {
     pub fn fabriq_ofi_recv(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_send(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, dest: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_senddata(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, data: u64, dest: u64, context: *mut c_void) -> isize;
+    pub fn fabriq_ofi_send2data(ep: *mut fid_ep, buf0: *const c_void, len0: usize, desc0: *mut c_void, buf1: *const c_void, len1: usize, has_data: c_int, data: u64, dest: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_read(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, addr: u64, key: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_tsend(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, dest: u64, tag: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_trecv(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, tag: u64, ignore: u64, context: *mut c_void) -> isize;

@@ -528,3 +528,88 @@ fn rma_read_of_lent_bytes_tcp() {
 fn rma_read_of_lent_bytes_shm() {
     rma_read("shm");
 }
+
+/// A page and an unregistered tail sent as one message arrive as one
+/// contiguous message, in order, with the CQ data. The test lets go of
+/// its own handle on each tail right after posting it: what arrives is
+/// what the endpoint kept alive until the completion.
+fn pieces(provider: &str) {
+    let (mut a, mut b) = pair(provider, 8, 128 * 1024, PagedConfig::default());
+    if !a.ep.sends_pieces() {
+        // Only a provider that needs local registration (FI_MR_LOCAL)
+        // refuses, and tcp and shm do not.
+        panic!("{provider}: sends_pieces() is false");
+    }
+    let pat = pattern();
+    let dl = deadline(20);
+    // Lengths around the shm inject size (4 KiB) and rxm's eager size
+    // (16 KiB), and a page-sized tail.
+    let tails = [1usize, 100, 4000, 5000, 16 * 1024, 17 * 1024, 64 * 1024];
+    for (seq, &tlen) in tails.iter().enumerate() {
+        b.ep.post_recv(b.pool.get().unwrap()).unwrap();
+        let head = 9 + seq;
+        let mut page = a.pool.get().unwrap();
+        page.fill(&pat[..head]).unwrap();
+        let mut tail = bytes::BytesMut::from(&pat[head..head + tlen]);
+        let sent_tail = tail.split().freeze();
+        let mut events = Vec::new();
+        let (mut page, mut tail_next) = (Some(page), Some(sent_tail.clone()));
+        while let (Some(p), Some(t)) = (page.take(), tail_next.take()) {
+            match a.ep.send_pieces(p, t, a.peer, Some(seq as u64), 7) {
+                Ok(()) => break,
+                Err(e) if e.error.is_again() => {
+                    page = Some(e.page);
+                    tail_next = Some(e.tail);
+                }
+                Err(e) => panic!("{provider}: send_pieces: {}", e.error),
+            }
+            a.ep.poll(&mut events, 16).unwrap();
+            b.ep.poll(&mut events, 16).unwrap();
+            assert!(events.is_empty(), "{provider}: {events:?}");
+            assert!(Instant::now() < dl, "{provider}: EAGAIN at the deadline");
+            std::thread::yield_now();
+        }
+        drop(sent_tail);
+        let (mut sent, mut got) = (false, None);
+        while !sent || got.is_none() {
+            assert!(Instant::now() < dl, "{provider}: tail {tlen}: timed out");
+            a.ep.poll(&mut events, 16).unwrap();
+            b.ep.poll(&mut events, 16).unwrap();
+            for ev in events.drain(..) {
+                match ev {
+                    Event::Sent { tag, .. } => {
+                        assert_eq!(tag, 7);
+                        sent = true;
+                    }
+                    Event::Received { page, data, .. } => {
+                        assert_eq!(data, Some(seq as u64));
+                        got = Some(page.into_bytes());
+                    }
+                    other => panic!("{provider}: tail {tlen}: {other:?}"),
+                }
+            }
+        }
+        let got = got.unwrap();
+        assert_eq!(got.len(), head + tlen, "{provider}: tail {tlen}: length");
+        assert!(
+            got[..] == pat[..head + tlen],
+            "{provider}: tail {tlen}: content"
+        );
+    }
+    assert_eq!(a.ep.sends_in_flight(), 0);
+    assert_eq!(a.pool.available(), a.pool.count(), "every page returned");
+}
+
+#[test]
+fn page_and_tail_arrive_as_one_message_tcp() {
+    if need_fabric() {
+        pieces("tcp");
+    }
+}
+
+#[test]
+fn page_and_tail_arrive_as_one_message_shm() {
+    if need_fabric() {
+        pieces("shm");
+    }
+}

@@ -363,18 +363,21 @@ impl FabricEngine {
         let mut sent = false;
         loop {
             // First the page that is waiting.
-            if let Some(page) = self.outbox.take_ready() {
+            if let Some((page, tail)) = self.outbox.take_ready() {
                 if !src.flow.may_send() {
-                    self.outbox.put_back(page);
+                    self.outbox.put_back(page, tail);
                     break;
                 }
-                match self.node.send(self.key, page, remote, src.flow.stamp()) {
+                match self
+                    .node
+                    .send(self.key, page, tail, remote, src.flow.stamp())
+                {
                     Ok(()) => {
                         src.flow.sent();
                         sent = true;
                     }
-                    Err(page) => {
-                        self.outbox.put_back(page);
+                    Err((page, tail)) => {
+                        self.outbox.put_back(page, tail);
                         self.retry_at = Some(now + RETRY);
                         break;
                     }

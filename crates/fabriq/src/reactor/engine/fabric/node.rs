@@ -303,28 +303,52 @@ impl Node {
         self.lock().wanting.retain(|k| *k != key);
     }
 
-    /// Sends `page` to `dest` stamped with `data`; gives the page back
-    /// when the provider cannot take it now.
-    pub(crate) fn send(&self, key: u32, page: Page, dest: FiAddr, data: u64) -> Result<(), Page> {
+    /// Sends `page`, and `tail` after it in the same message, to `dest`
+    /// stamped with `data`; gives both back when the provider cannot take
+    /// them now.
+    pub(crate) fn send(
+        &self,
+        key: u32,
+        page: Page,
+        tail: Option<Bytes>,
+        dest: FiAddr,
+        data: u64,
+    ) -> Result<(), (Page, Option<Bytes>)> {
         let mut s = self.lock();
-        match s.ep.send(page, dest, Some(data), u64::from(key)) {
+        let posted = match tail {
+            None => {
+                s.ep.send(page, dest, Some(data), u64::from(key))
+                    .map_err(|e| (e.error, e.page, None))
+            }
+            Some(tail) => {
+                s.ep.send_pieces(page, tail, dest, Some(data), u64::from(key))
+                    .map_err(|e| (e.error, e.page, Some(e.tail)))
+            }
+        };
+        match posted {
             Ok(()) => {
                 if let Some(c) = s.conns.get_mut(&key) {
                     c.in_flight += 1;
                 }
                 Ok(())
             }
-            Err(refused) => {
-                if !matches!(refused.error, fabriq_ofi::Error::Again { .. }) {
+            Err((error, page, tail)) => {
+                if !matches!(error, fabriq_ofi::Error::Again { .. }) {
                     if let Some(c) = s.conns.get_mut(&key) {
-                        c.failed = Some(refused.error.to_string());
+                        c.failed = Some(error.to_string());
                     }
                 }
                 // Progress, so the next try may go through.
                 s.reap_pending();
-                Err(refused.page)
+                Err((page, tail))
             }
         }
+    }
+
+    /// Whether a page and a body after it go as one send, the body read in
+    /// place ([`fabriq_ofi::PagedEndpoint::sends_pieces`]).
+    pub(crate) fn sends_pieces(&self) -> bool {
+        self.lock().ep.sends_pieces()
     }
 
     /// Moves `key`'s pages that are next in order to `out`. Returns why
@@ -658,7 +682,7 @@ mod tests {
             let mut page = sender.page(0).unwrap();
             page.fill(&[0, 1, b'x']).unwrap();
             // (A send the provider refuses for now is tried again.)
-            while let Err(back) = sender.send(0, page, dest, data) {
+            while let Err((back, _)) = sender.send(0, page, None, dest, data) {
                 assert!(std::time::Instant::now() < until, "the sends never went");
                 assert!(sender.lock().conns.is_empty());
                 node.progress(key);
@@ -746,7 +770,7 @@ mod tests {
         {
             let mut page = sender.page(skey).unwrap();
             page.fill(&[0, 1, b'x']).unwrap();
-            while let Err(back) = sender.send(skey, page, dest, token + seq as u64) {
+            while let Err((back, _)) = sender.send(skey, page, None, dest, token + seq as u64) {
                 // (Refused until the receiver's progress mapped us.)
                 assert!(
                     std::time::Instant::now() < until,
@@ -824,7 +848,7 @@ mod tests {
         let mut page = held.pop().unwrap();
         page.fill(&[0, 1, b'x']).unwrap();
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        while let Err(back) = sender.send(a, page, dest, 1) {
+        while let Err((back, _)) = sender.send(a, page, None, dest, 1) {
             assert!(std::time::Instant::now() < until, "the send never went");
             receiver.progress(0);
             page = back;
@@ -864,7 +888,7 @@ mod tests {
         while sender.lock().conns[&a].in_flight < share {
             let mut page = sender.page(a).expect("a free page");
             page.fill(&[0, 1, b'x']).unwrap();
-            while let Err(back) = sender.send(a, page, dest, 1) {
+            while let Err((back, _)) = sender.send(a, page, None, dest, 1) {
                 assert!(std::time::Instant::now() < until, "the sends never went");
                 receiver.progress(0);
                 page = back;

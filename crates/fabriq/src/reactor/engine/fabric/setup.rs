@@ -111,7 +111,8 @@ impl FabricEngine {
         };
         let flush_wait =
             (fabric.flush_us > 0).then(|| Duration::from_micros(fabric.flush_us as u64));
-        let outbox = Outbox::new(node.page_size, sealer, fabric.buffered, flush_wait);
+        let mut outbox = Outbox::new(node.page_size, sealer, fabric.buffered, flush_wait);
+        outbox.set_tails(node.sends_pieces());
         Ok(FabricEngine {
             control,
             local,

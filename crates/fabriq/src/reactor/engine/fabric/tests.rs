@@ -12,7 +12,7 @@ use fabriq_zmtp::{Multipart, Part};
 use super::conn::{Flow, Limits};
 use super::rx::{Claim, Inbox};
 use super::seal::Sealer;
-use super::tx::{Filled, MemPage, Outbox, Source};
+use super::tx::{Filled, MemPage, Outbox, Source, TAIL_MIN};
 use super::wire::{self, PageItem, PageReader, PeerFabric, Rdv};
 use crate::pipe::Item;
 
@@ -40,6 +40,8 @@ struct Side {
     failed: Option<String>,
     /// Lend frames larger than a page.
     rma: bool,
+    /// Pages sent with a tail.
+    tails_sent: usize,
 }
 
 struct SideSource<'a> {
@@ -100,6 +102,7 @@ impl Side {
             pages: 64,
             failed: None,
             rma: false,
+            tails_sent: 0,
         }
     }
 
@@ -131,10 +134,17 @@ impl Side {
             now,
         };
         loop {
-            if let Some(page) = self.outbox.take_ready() {
+            if let Some((mut page, tail)) = self.outbox.take_ready() {
                 if !src.flow.may_send() {
-                    self.outbox.put_back(page);
+                    self.outbox.put_back(page, tail);
                     return;
+                }
+                if let Some(tail) = tail {
+                    self.tails_sent += 1;
+                    // The peer receives the page and its tail as one.
+                    page.buf.truncate(page.len);
+                    page.buf.extend_from_slice(&tail);
+                    page.len = page.buf.len();
                 }
                 wire.push_back((src.flow.stamp(), Some(self.addr), page));
                 src.flow.sent();
@@ -422,4 +432,70 @@ fn sealed_pages_cross_once_the_keys_are_in() {
     assert_eq!(b.failed, None);
     assert_eq!(b.delivered.len(), 50);
     assert_eq!(b.delivered[49], msg(49, 89));
+}
+
+/// Where the provider sends a page and a body after it as one message,
+/// long last bodies go uncopied as page tails: the messages cross whole
+/// and in order, single-part and multipart, mixed with short ones that
+/// share pages; a sealed connection never sends tails (it seals pages in
+/// place).
+#[test]
+fn long_bodies_go_as_page_tails_and_cross_whole() {
+    let page = 128 * 1024;
+    let multi = |i: usize, lens: &[usize]| -> Multipart {
+        lens.iter()
+            .map(|&len| Part::from(msg(i, len).iter().next().unwrap().to_bytes()))
+            .collect()
+    };
+    let shapes: Vec<Vec<usize>> = vec![
+        vec![100],
+        vec![TAIL_MIN],
+        vec![TAIL_MIN - 1],
+        vec![30, 70_000],
+        vec![100],
+        vec![64 * 1024],
+        vec![70_000, 10],
+        vec![5, 6, 100_000],
+        vec![0],
+    ];
+    let tails = shapes
+        .iter()
+        .filter(|lens| *lens.last().unwrap() >= TAIL_MIN)
+        .count();
+    for sealed in [false, true] {
+        let (mut a, mut b) = if sealed {
+            let (sealer, key) = Sealer::generate();
+            let mut a = Side::new(1, 0x1111, page, true, Some(sealer));
+            let mut b = Side::new(2, 0x2222, page, true, None);
+            b.inbox = Inbox::new(b.token, true);
+            b.inbox.set_key(&key[..]).unwrap();
+            handshake(&mut a, &mut b);
+            (a, b)
+        } else {
+            pair(page, true)
+        };
+        a.outbox.set_tails(true);
+        for round in 0..3 {
+            for (i, lens) in shapes.iter().enumerate() {
+                a.queue.push_back(Item::Msg(multi(round * 100 + i, lens)));
+            }
+        }
+        run(&mut a, &mut b, Instant::now(), false);
+        assert_eq!(b.failed, None, "sealed {sealed}");
+        assert_eq!(b.delivered.len(), 3 * shapes.len(), "sealed {sealed}");
+        for round in 0..3 {
+            for (i, lens) in shapes.iter().enumerate() {
+                assert_eq!(
+                    b.delivered[round * shapes.len() + i],
+                    multi(round * 100 + i, lens),
+                    "sealed {sealed}: message {i} of round {round}"
+                );
+            }
+        }
+        let want = if sealed { 0 } else { 3 * tails };
+        assert_eq!(
+            a.tails_sent, want,
+            "sealed {sealed}: pages sent with a tail"
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! The sending side of one fabric connection, with no libfabric and no
 //! clock in it: messages and subscriptions encoded into pages by
 //! fabriq-zmtp's frame encoding (a message that fits the page being
-//! filled is written straight into it; what does not waits in an
+//! filled is written straight into it, or, where the provider can send a
+//! page and bytes after it as one message, its long last body is sent
+//! uncopied after the page: [`TAIL_MIN`]; what does not fit waits in an
 //! [`Encoder`] and is copied on page by page), frames larger than a page
 //! lent for a rendezvous read instead, and each page sealed as it ships
 //! when the connection encrypts.
@@ -27,6 +29,14 @@ pub(crate) const HEADER_ROOM: usize = 64;
 /// Bodies at least this long wait in the encoder by reference (copied
 /// once, into pages); shorter ones are copied into its batch.
 const BY_REF: usize = 1024;
+
+/// Where the provider can send a page and bytes after it as one message
+/// ([`Outbox::set_tails`]), a message's last body at least this long is
+/// not copied into the page: the page ends with its header and the body
+/// goes as the page's tail, read in place by the provider (over shm, one
+/// copy by the kernel straight into the peer's page). Shorter bodies are
+/// copied, so that several share a page and a send.
+pub(crate) const TAIL_MIN: usize = 16 * 1024;
 
 /// A page being filled, as the sending side needs it.
 pub(crate) trait PageFill {
@@ -72,8 +82,13 @@ pub(crate) struct Outbox<P> {
     /// encoder, which would copy it twice).
     held: Option<Multipart>,
     filling: Option<P>,
-    /// A filled (and sealed) page waiting for a credit or the provider.
-    ready: Option<P>,
+    /// The body that ends the page being filled, sent after it uncopied.
+    tail: Option<bytes::Bytes>,
+    /// A filled (and sealed) page, and its tail, waiting for a credit or
+    /// the provider.
+    ready: Option<(P, Option<bytes::Bytes>)>,
+    /// Large bodies may go as tails ([`Outbox::set_tails`]).
+    tails: bool,
     /// How much of a page to fill: the peer's page size (at most ours).
     limit: usize,
     /// Bytes reserved at the start of each page for its seal.
@@ -102,7 +117,9 @@ impl<P: PageFill> Outbox<P> {
             enc: Encoder::new(BY_REF),
             held: None,
             filling: None,
+            tail: None,
             ready: None,
+            tails: false,
             limit: limit.max(seal_room + 64),
             seal_room,
             sealer,
@@ -117,6 +134,14 @@ impl<P: PageFill> Outbox<P> {
     /// from its READY).
     pub(crate) fn set_limit(&mut self, limit: usize) {
         self.limit = limit.max(self.seal_room + 64);
+    }
+
+    /// Lets large bodies go uncopied, as the tails of pages (see
+    /// [`TAIL_MIN`]): for providers that send a page and unregistered
+    /// bytes as one message. Never with a sealer (a page is sealed whole,
+    /// in place).
+    pub(crate) fn set_tails(&mut self, on: bool) {
+        self.tails = on && self.sealer.is_none();
     }
 
     /// Whether `part` goes by rendezvous when the peer can read it.
@@ -135,15 +160,17 @@ impl<P: PageFill> Outbox<P> {
         self.enc.push_command(cmd);
     }
 
-    /// The page ready to send, if any.
-    pub(crate) fn take_ready(&mut self) -> Option<P> {
+    /// The page ready to send, if any, and the bytes to send after it in
+    /// the same message.
+    pub(crate) fn take_ready(&mut self) -> Option<(P, Option<bytes::Bytes>)> {
         self.ready.take()
     }
 
-    /// Puts back a page the provider (or the credits) did not take.
-    pub(crate) fn put_back(&mut self, page: P) {
+    /// Puts back a page (and its tail) the provider or the credits did
+    /// not take.
+    pub(crate) fn put_back(&mut self, page: P, tail: Option<bytes::Bytes>) {
         debug_assert!(self.ready.is_none());
-        self.ready = Some(page);
+        self.ready = Some((page, tail));
     }
 
     /// Bytes accepted and not sent yet.
@@ -157,7 +184,10 @@ impl<P: PageFill> Outbox<P> {
                 .filling
                 .as_ref()
                 .map_or(0, |p| p.len().saturating_sub(self.seal_room))
-            + self.ready.as_ref().map_or(0, PageFill::len)
+            + self
+                .ready
+                .as_ref()
+                .map_or(0, |(p, t)| p.len() + t.as_ref().map_or(0, |t| t.len()))
     }
 
     /// Whether nothing at all waits (no encoded bytes, no page being
@@ -217,7 +247,7 @@ impl<P: PageFill> Outbox<P> {
                 // Staged with the page there, a message that fits goes
                 // straight into it (one copy, not two).
                 if let Some(item) = first {
-                    if self.stage(item, src) {
+                    if self.stage(item, src) != Staged::In {
                         return self.ship();
                     }
                     continue;
@@ -251,10 +281,11 @@ impl<P: PageFill> Outbox<P> {
                 }
                 return self.ship();
             };
-            if self.stage(item, src) {
-                // It fits a page of its own but not what is left of this
-                // one: this one goes, so the item does not straddle two
-                // (the receiver then delivers it from the page, uncopied).
+            if self.stage(item, src) != Staged::In {
+                // The page ends with a tail, or the item fits a page of its
+                // own but not what is left of this one: this one goes, so
+                // the item does not straddle two (the receiver then
+                // delivers it from the page, uncopied).
                 return self.ship();
             }
         }
@@ -265,6 +296,7 @@ impl<P: PageFill> Outbox<P> {
         self.flush_at = None;
         match self.filling.take() {
             Some(mut page) if page.len() > self.seal_room => {
+                debug_assert!(self.tail.is_none() || self.sealer.is_none());
                 if let Some(sealer) = self.sealer.as_mut() {
                     // Pages are sealed in the order they are sent (one
                     // ready page at a time), the order the peer opens
@@ -275,7 +307,7 @@ impl<P: PageFill> Outbox<P> {
                         return Filled::Drained;
                     }
                 }
-                self.ready = Some(page);
+                self.ready = Some((page, self.tail.take()));
                 Filled::Page
             }
             other => {
@@ -286,19 +318,18 @@ impl<P: PageFill> Outbox<P> {
     }
 
     /// Encodes `item`: straight into the page being filled when all of it
-    /// fits, else into the encoder. Returns true when it would fit an
-    /// empty page but not this one: it is held for the next page, and the
-    /// caller ships this one.
-    fn stage(&mut self, item: Item, src: &mut impl Source<P>) -> bool {
+    /// fits (its last body as the page's tail when that is long enough),
+    /// else into the encoder. See [`Staged`].
+    fn stage(&mut self, item: Item, src: &mut impl Source<P>) -> Staged {
         let parts: Multipart = match item {
             Item::Msg(parts) => parts,
             Item::Subscribe(t) => {
                 self.enc.push_command(&Command::Subscribe(t));
-                return false;
+                return Staged::In;
             }
             Item::Cancel(t) => {
                 self.enc.push_command(&Command::Cancel(t));
-                return false;
+                return Staged::In;
             }
         };
         let size: usize = parts.iter().map(|p| header_len(p.len()) + p.len()).sum();
@@ -309,14 +340,26 @@ impl<P: PageFill> Outbox<P> {
             if len + size <= self.limit {
                 let page = self.filling.as_mut().expect("a page being filled");
                 let last = parts.len().saturating_sub(1);
-                let mut dst = &mut page.buffer_mut()[len..len + size];
+                let tail = parts
+                    .iter()
+                    .last()
+                    .filter(|p| self.tails && p.len() >= TAIL_MIN)
+                    .map(Part::to_bytes);
+                let tail_len = tail.as_ref().map_or(0, bytes::Bytes::len);
+                let mut dst = &mut page.buffer_mut()[len..len + size - tail_len];
                 for (i, part) in parts.iter().enumerate() {
                     encode_header(&mut dst, part.len(), i < last, false);
-                    dst.put_slice(part);
+                    if i < last || tail.is_none() {
+                        dst.put_slice(part);
+                    }
                 }
-                fabriq_zmtp::copies::count(fabriq_zmtp::copies::Site::Page, size);
-                page.set_len(len + size);
-                return false;
+                fabriq_zmtp::copies::count(fabriq_zmtp::copies::Site::Page, size - tail_len);
+                page.set_len(len + size - tail_len);
+                if tail.is_some() {
+                    self.tail = tail;
+                    return Staged::Ends;
+                }
+                return Staged::In;
             }
         }
         let straddles =
@@ -328,7 +371,7 @@ impl<P: PageFill> Outbox<P> {
             // this one goes, and the message starts the next, whole (the
             // receiver then delivers it from the page, uncopied).
             self.held = Some(parts);
-            return true;
+            return Staged::Held;
         }
         for (i, part) in parts.iter().enumerate() {
             let more = i < last;
@@ -346,8 +389,20 @@ impl<P: PageFill> Outbox<P> {
             }
             self.enc.push_frame(part, more);
         }
-        false
+        Staged::In
     }
+}
+
+/// What [`Outbox::stage`] did with an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staged {
+    /// In the page being filled or in the encoder: go on filling.
+    In,
+    /// In the page, its last body as the page's tail: the page is done.
+    Ends,
+    /// It fits an empty page but not this one: it is held for the next
+    /// page, and this one ships.
+    Held,
 }
 
 /// A page of plain memory, for tests.
