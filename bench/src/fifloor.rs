@@ -153,8 +153,8 @@ impl Side {
         let waiter = if !waits {
             Waiter::Spin
         } else {
-            match ep.wait_fds() {
-                [Some(a), Some(b)] => Waiter::Fds(vec![a, b]),
+            match ep.wait_fd() {
+                Some(fd) => Waiter::Fds(vec![fd]),
                 _ => {
                     let name = format!("fabriq-bench-floor-{}-{}", std::process::id(), nanos());
                     let s = UnixDatagram::bind_addr(

@@ -21,6 +21,8 @@ pub enum CqBind {
     Transmit,
     /// Receive completions (`FI_RECV`).
     Recv,
+    /// Both, in one queue (`FI_TRANSMIT | FI_RECV`).
+    Both,
 }
 
 /// An endpoint. Closing order is enforced by ownership: the endpoint holds
@@ -110,6 +112,7 @@ impl Endpoint {
         let flags = match which {
             CqBind::Transmit => sys::FI_TRANSMIT,
             CqBind::Recv => sys::FI_RECV,
+            CqBind::Both => sys::FI_TRANSMIT | sys::FI_RECV,
         };
         // SAFETY: both handles open; the Arc kept below keeps the CQ open
         // while the endpoint is.

@@ -55,10 +55,12 @@
 //!
 //! [`Info::data_progress`] says whether the provider progresses on its own.
 //! tcp (`tcp;ofi_rxm`) and shm are manual for data on libfabric 1.17:
-//! nothing moves unless someone reads the CQs. [`PagedEndpoint::poll`]
-//! reads both CQs, so a reader that polls makes progress; a reactor sleeps
-//! on [`PagedEndpoint::wait_fds`] after [`PagedEndpoint::try_wait`] said
-//! it may, and polls when there are no wait fds.
+//! nothing moves unless someone reads the CQ. A [`PagedEndpoint`] has one
+//! CQ for its sends and receives, so each [`PagedEndpoint::poll`] drives
+//! the provider once (on tcp each read is an `epoll_wait`); a reader that
+//! polls makes progress; a reactor sleeps on [`PagedEndpoint::wait_fd`]
+//! after [`PagedEndpoint::try_wait`] said it may, and polls when there is
+//! no wait fd.
 //!
 //! # libfabric versions
 //!

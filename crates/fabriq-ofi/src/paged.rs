@@ -151,8 +151,10 @@ pub struct PagedEndpoint {
     // Declared first: dropped (closed) first, so the provider has let go of
     // every posted page and context before `slots` and `ctxs` are freed.
     ep: Endpoint,
-    tx: CompletionQueue,
-    rx: CompletionQueue,
+    /// One queue for send and receive completions: each read drives a
+    /// manual-progress provider once (tcp: an `epoll_wait` per read), and
+    /// a look costs one read, not two.
+    cq: CompletionQueue,
     av: AddressVector,
     /// One per operation; the provider only ever sees `ctxs[i].0.get()`.
     /// Never borrowed mutably as a whole (each entry is an UnsafeCell).
@@ -215,12 +217,11 @@ impl PagedEndpoint {
         info.check_required(true)?;
         let tx_size = config.max_sends.max(1);
         let rx_size = config.max_recvs.max(1);
-        let tx = CompletionQueue::open(domain, tx_size * 2, CqFormat::Data, config.wait)?;
-        let rx = CompletionQueue::open(domain, rx_size * 2, CqFormat::Data, config.wait)?;
+        let cq =
+            CompletionQueue::open(domain, (tx_size + rx_size) * 2, CqFormat::Data, config.wait)?;
         let av = AddressVector::open(domain, config.av_size)?;
         let mut ep = Endpoint::open(domain, info)?;
-        ep.bind_cq(&tx, CqBind::Transmit)?;
-        ep.bind_cq(&rx, CqBind::Recv)?;
+        ep.bind_cq(&cq, CqBind::Both)?;
         ep.bind_av(&av)?;
         ep.enable()?;
         let source = info.has_source() && reserve_own_slot(&ep, &av)?;
@@ -228,8 +229,7 @@ impl PagedEndpoint {
         let n = tx_size + rx_size;
         Ok(PagedEndpoint {
             ep,
-            tx,
-            rx,
+            cq,
             av,
             ctxs: (0..n).map(|_| Ctx(UnsafeCell::new([0; 4]))).collect(),
             slots: (0..n).map(|_| Slot::Free).collect(),
@@ -572,20 +572,19 @@ impl PagedEndpoint {
         Some(page)
     }
 
-    /// Reads both CQs (which drives progress on manual-progress
-    /// providers), appending at most `max` events per queue. Returns the
-    /// number of events appended.
+    /// Reads the completion queue (which drives progress on
+    /// manual-progress providers) until it is empty or `max` events were
+    /// appended. Returns the number of events appended.
     ///
     /// Every completion read is filed as an event. A completion that
     /// cannot be (a context this endpoint did not post, or a failing CQ)
-    /// does not stop the others: both queues are still read, and the first
+    /// does not stop the others: the queue is still read, and the first
     /// such error is returned **after** the events were appended. On
     /// `Err`, file the events in `events` all the same.
     pub fn poll(&mut self, events: &mut Vec<Event>, max: usize) -> Result<usize> {
         let before = events.len();
         let mut first = None;
-        self.poll_cq(true, events, max, &mut first);
-        self.poll_cq(false, events, max, &mut first);
+        self.poll_cq(events, max, &mut first);
         match first {
             Some(error) => Err(error),
             None => Ok(events.len() - before),
@@ -601,22 +600,16 @@ impl PagedEndpoint {
         }
     }
 
-    fn poll_cq(
-        &mut self,
-        tx: bool,
-        events: &mut Vec<Event>,
-        max: usize,
-        first: &mut Option<Error>,
-    ) {
+    fn poll_cq(&mut self, events: &mut Vec<Event>, max: usize, first: &mut Option<Error>) {
         let mut budget = max;
         while budget > 0 {
-            let cq = if tx { &self.tx } else { &self.rx };
+            let asked = budget.min(crate::cq::READ_BATCH);
             let mut batch = std::mem::take(&mut self.scratch);
             batch.clear();
-            let res = if !tx && self.source {
-                cq.read_with_source(&mut batch, budget)
+            let res = if self.source {
+                self.cq.read_with_source(&mut batch, budget)
             } else {
-                cq.read(&mut batch, budget)
+                self.cq.read(&mut batch, budget)
             };
             let n = batch.len();
             for c in batch.drain(..) {
@@ -626,7 +619,10 @@ impl PagedEndpoint {
             }
             self.scratch = batch;
             match res {
-                Ok(0) => return,
+                // Fewer than asked: the queue was empty after the read's
+                // progress (another read would only drive it again: on
+                // tcp, one more epoll_wait).
+                Ok(got) if got < asked => return,
                 Ok(_) => budget = budget.saturating_sub(n),
                 Err(Error::Completion(err)) => {
                     if let Err(error) = self.fail(*err, events) {
@@ -712,16 +708,16 @@ impl PagedEndpoint {
         Ok(())
     }
 
-    /// The wait fds of the transmit and receive CQs (`None`: poll).
-    pub fn wait_fds(&self) -> [Option<RawFd>; 2] {
-        [self.tx.wait_fd(), self.rx.wait_fd()]
+    /// The wait fd of the completion queue (`None`: poll).
+    pub fn wait_fd(&self) -> Option<RawFd> {
+        self.cq.wait_fd()
     }
 
-    /// `fi_trywait` on both CQs: `Ok(true)` when both have wait fds and it
-    /// is safe to sleep on them; `Ok(false)`: call [`PagedEndpoint::poll`]
-    /// first (or there are no wait fds to sleep on).
+    /// `fi_trywait` on the CQ: `Ok(true)` when it has a wait fd and it is
+    /// safe to sleep on it; `Ok(false)`: call [`PagedEndpoint::poll`]
+    /// first (or there is no wait fd to sleep on).
     pub fn try_wait(&self) -> Result<bool> {
-        Ok(self.tx.try_wait()? && self.rx.try_wait()?)
+        self.cq.try_wait()
     }
 }
 

@@ -308,7 +308,7 @@ fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
 
 fn wait_fd(provider: &str) {
     let (mut a, mut b) = pair(provider, 4, 4096, PagedConfig::default());
-    let [_, rx_fd] = b.ep.wait_fds();
+    let rx_fd = b.ep.wait_fd();
     let Some(rx_fd) = rx_fd else {
         // No wait fd: the documented fallback is polling; try_wait must
         // then say "do not sleep".
@@ -316,7 +316,7 @@ fn wait_fd(provider: &str) {
         assert!(!b.ep.try_wait().unwrap());
         return;
     };
-    eprintln!("{provider}: wait fds {:?}", b.ep.wait_fds());
+    eprintln!("{provider}: wait fd {rx_fd:?}");
     // Warm-up message: sets up the connection (both sides progressing).
     let page = b.pool.get().unwrap();
     b.ep.post_recv(page).unwrap();

@@ -274,7 +274,15 @@ impl Rogue {
 
     /// Sends one page holding `bytes` (ZMTP frames), stamped as above.
     fn send_bytes(&mut self, dest: FiAddr, id: u64, seq: u32, bytes: &[u8]) {
-        let mut page = self.pool.get().expect("a free page");
+        // Pages come back as their sends complete, which takes progress.
+        let until = Instant::now() + LIMIT;
+        let mut page = loop {
+            if let Some(page) = self.pool.get() {
+                break page;
+            }
+            assert!(Instant::now() < until, "no page came back");
+            self.progress();
+        };
         page.fill(bytes).unwrap();
         let data = id.wrapping_add(u64::from(seq));
         let mut page = Some(page);

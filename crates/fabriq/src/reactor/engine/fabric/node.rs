@@ -1,8 +1,9 @@
 //! One I/O thread's fabric endpoint for one provider: the RDM endpoint,
-//! its registered page pool and posted receives, its completion queues,
-//! and the table of the thread's fabric connections that completions
-//! are filed under. It is a shared readiness source ([`Demux`]): the
-//! completion queues' wait descriptors are in the poller.
+//! its registered page pool and posted receives, its completion queue
+//! (one for sends and receives), and the table of the thread's fabric
+//! connections that completions are filed under. It is a shared
+//! readiness source ([`Demux`]): the completion queue's wait descriptor
+//! is in the poller.
 //!
 //! This is the one place that talks to libfabric for the fabric engine.
 //! Each received page is offered to the connections' inboxes
@@ -430,7 +431,7 @@ impl Node {
         self.lock().unclaimed
     }
 
-    /// Reads the completion queues on the caller's thread (a spinning
+    /// Reads the completion queue on the caller's thread (a spinning
     /// socket). Returns whether other connections than `key` have news,
     /// which the I/O thread must then hand out.
     pub(crate) fn progress(&self, key: u32) -> bool {
@@ -488,7 +489,7 @@ impl NodeState {
         self.pending_ready = ready;
     }
 
-    /// Reads the completion queues (which also drives progress on
+    /// Reads the completion queue (which also drives progress on
     /// manual-progress providers) and files each completion under its
     /// connection; the connections with news go to `ready`.
     fn reap(&mut self, ready: &mut Vec<Token>) {

@@ -35,7 +35,7 @@ impl Node {
         let pool = PagePool::new(&domain, pages, page_size)
             .map_err(|e| format!("cannot register {pages} pages of {page_size} bytes: {e}"))?;
         let name = ep.name().map_err(|e| e.to_string())?;
-        let mut fds: Vec<RawFd> = ep.wait_fds().into_iter().flatten().collect();
+        let mut fds: Vec<RawFd> = ep.wait_fd().into_iter().collect();
         if !wake::wait_fds_wake(&info.provider()) {
             // Its descriptors exist but never become readable: treat it
             // like a provider without them (doorbell and polling).

@@ -1,5 +1,5 @@
 //! How threads wait on a node: the I/O thread through [`Demux`] (the
-//! completion queues' wait descriptors, or the doorbell), and a socket's
+//! completion queue's wait descriptor, or the doorbell), and a socket's
 //! thread blocked in a receive through [`BellWait`].
 
 use super::*;
