@@ -713,6 +713,20 @@ impl PagedEndpoint {
         self.cq.wait_fd()
     }
 
+    /// A duplicate of [`PagedEndpoint::wait_fd`] (`F_DUPFD_CLOEXEC`), for
+    /// a second thread to poll while another holds the endpoint. It
+    /// reports what the original does (the same open file); it does not
+    /// keep the queue open. `Ok(None)` without a wait fd.
+    pub fn dup_wait_fd(&self) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+        let Some(fd) = self.cq.wait_fd() else {
+            return Ok(None);
+        };
+        // SAFETY: the fd is the CQ's, open while `self` (which owns the CQ)
+        // is, and only duplicated here.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        borrowed.try_clone_to_owned().map(Some)
+    }
+
     /// `fi_trywait` on the CQ: `Ok(true)` when it has a wait fd and it is
     /// safe to sleep on it; `Ok(false)`: call [`PagedEndpoint::poll`]
     /// first (or there is no wait fd to sleep on).

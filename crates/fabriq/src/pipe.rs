@@ -95,6 +95,14 @@ pub(crate) trait PullWait: Send + Sync + std::fmt::Debug {
     /// this thread did not pull (its pull found the engine busy, or the
     /// input was another connection's) to the I/O thread.
     fn settle(&self);
+
+    /// Asked just before the thread sleeps on [`PullWait::fd`]: false when
+    /// input is already there that would not make the descriptor readable
+    /// (libfabric's `fi_trywait` says to read the queue first); the thread
+    /// then calls [`PullWait::take`] instead of sleeping.
+    fn may_sleep(&self) -> bool {
+        true
+    }
 }
 
 /// What [`PeerIo::flush`] did with a full pipe.

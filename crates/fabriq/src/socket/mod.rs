@@ -364,6 +364,17 @@ impl Socket {
             self.shared.signal.wait(deadline);
             return;
         }
+        // Input already there that would not wake its descriptor: taken
+        // now, instead of sleeping.
+        let queued: Vec<Arc<dyn PullWait>> = waits
+            .iter()
+            .filter(|w| !w.may_sleep() && w.take())
+            .cloned()
+            .collect();
+        if !queued.is_empty() {
+            core.rung.extend(queued);
+            return;
+        }
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + waits.len());
         fds.push(PollFd::from_borrowed_fd(
             self.shared.signal.as_fd(),

@@ -25,6 +25,9 @@ struct Bell {
     settled: AtomicUsize,
     /// What `settle` found not pulled (handed to the I/O thread).
     handed_back: AtomicUsize,
+    /// Input is queued that does not make the descriptor readable (as
+    /// completions already in a queue whose `fi_trywait` fails).
+    queued: AtomicBool,
 }
 
 impl Bell {
@@ -36,6 +39,7 @@ impl Bell {
             taken: AtomicUsize::new(0),
             settled: AtomicUsize::new(0),
             handed_back: AtomicUsize::new(0),
+            queued: AtomicBool::new(false),
         }
     }
 }
@@ -51,11 +55,16 @@ impl PullWait for Bell {
         while self.socket.recv(&mut buf).is_ok() {
             any = true;
         }
+        any |= self.queued.swap(false, Ordering::AcqRel);
         if any {
             self.rung.store(true, Ordering::Release);
             self.taken.fetch_add(1, Ordering::AcqRel);
         }
         any
+    }
+
+    fn may_sleep(&self) -> bool {
+        !self.queued.load(Ordering::Acquire)
     }
 
     fn settle(&self) {
@@ -164,6 +173,21 @@ fn a_blocked_receive_wakes_on_its_connections_pull_wait_and_pulls() {
     socket.set_rcvtimeo(50).unwrap();
     assert_eq!(socket.recv_bytes(0).unwrap_err(), crate::Error::EAGAIN);
     assert_eq!(bell.taken.load(Ordering::Acquire), 1);
+}
+
+/// Input already queued that would not make the pull wait's descriptor
+/// readable (`may_sleep` false) is taken at once and pulled, without a
+/// sleep. (Before `may_sleep`, the receive slept on the silent
+/// descriptor until its timeout.)
+#[test]
+fn a_pull_wait_that_may_not_sleep_is_taken_at_once() {
+    let (socket, _ringer, bell) = belled_pull(false, 5_000);
+    bell.queued.store(true, Ordering::Release);
+    // Nothing rings: a receive that slept on the descriptor would time out.
+    assert_eq!(socket.recv_bytes(0).unwrap(), b"pulled");
+    assert_eq!(bell.taken.load(Ordering::Acquire), 1);
+    assert_eq!(bell.settled.load(Ordering::Acquire), 1);
+    assert_eq!(bell.handed_back.load(Ordering::Acquire), 0);
 }
 
 /// A ring the receive took but could not pull (the engine was busy) is

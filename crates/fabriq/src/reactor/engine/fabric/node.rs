@@ -130,6 +130,13 @@ pub(crate) struct Node {
     /// in the abstract namespace that peers on this host ring after they
     /// sent us pages, and its name for READY.
     pub(crate) doorbell: Option<Arc<Doorbell>>,
+    /// With CQ wait descriptors: a doorbell of our own, not announced to
+    /// peers, that a socket's thread rings to hand the I/O thread news it
+    /// reaped and did not pull ([`CqWait`]).
+    pub(crate) nudge: Option<Arc<Doorbell>>,
+    /// With CQ wait descriptors: a duplicate of the CQ's, for a socket's
+    /// thread blocked in a receive to sleep on ([`CqWait`]).
+    cq_fd: Option<std::os::fd::OwnedFd>,
     /// With a doorbell: how many of our sockets spin on this node now
     /// (peers read it and skip the ring while it is above zero).
     pub(crate) spinners: Option<Arc<SharedCounter>>,
@@ -445,6 +452,19 @@ impl Node {
         others
     }
 
+    /// As [`Node::progress`] without reading the completion queue: takes
+    /// `key`'s news out of what a socket's thread reaped ([`CqWait`]).
+    /// Returns whether other connections than `key` have news.
+    pub(crate) fn claim_pending(&self, key: u32) -> bool {
+        let mut s = self.lock();
+        if s.pending_ready.is_empty() {
+            return false;
+        }
+        let mine = s.conns.get(&key).map(|c| c.token);
+        s.pending_ready.retain(|t| Some(*t) != mine);
+        !s.pending_ready.is_empty()
+    }
+
     /// Rings the doorbell named `name` (a peer's, from its READY).
     pub(crate) fn ring(&self, name: &str) -> bool {
         self.ringer.ring(name)
@@ -750,7 +770,7 @@ mod tests {
         receiver.grant(key, 8);
         let (skey, _) = sender.add(Token(1), false).unwrap();
         let dest = sender.authenticate(skey, &receiver.name).unwrap();
-        let wait = receiver.bell_wait().expect("shm has a doorbell");
+        let wait = receiver.pull_wait().expect("shm has a doorbell");
         let bell = receiver.doorbell.clone().unwrap();
         let until = std::time::Instant::now() + Duration::from_secs(10);
         let readable = |fd: BorrowedFd<'_>| {

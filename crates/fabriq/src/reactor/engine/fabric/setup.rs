@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fabriq_zmtp::SocketType;
 use mio::Token;
 
 use super::super::{Engine, SocketWrites, StreamEngine};
@@ -102,6 +103,7 @@ impl FabricEngine {
         }
         let socket_type = config.socket_type;
         let publisher = socket_type.is_publisher();
+        let alternates = matches!(socket_type, SocketType::Req | SocketType::Rep);
         let conn = fabriq_zmtp::Connection::new(config, now).map_err(|e| e.to_string())?;
         let mut control = StreamEngine::new(stream, conn, SocketWrites::Never);
         control.keep_commands(true);
@@ -137,6 +139,7 @@ impl FabricEngine {
             consumed: 0,
             decoded: Vec::new(),
             subscriber: writes == SocketWrites::Never,
+            alternates,
             failed: None,
             retry_at: None,
             pending_read: None,

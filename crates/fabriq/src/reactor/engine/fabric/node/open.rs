@@ -42,6 +42,29 @@ impl Node {
             fds.clear();
         }
         let cq_waitable = !fds.is_empty();
+        // For a socket's thread blocked in a receive to sleep on the CQ's
+        // descriptor too, and ring the I/O thread for what it reaped and
+        // did not pull.
+        let (cq_fd, nudge) = match cq_waitable {
+            false => (None, None),
+            true => match (ep.dup_wait_fd(), wake::Doorbell::open()) {
+                (Ok(Some(fd)), Ok(bell)) => {
+                    fds.push(bell.fd().as_raw_fd());
+                    (Some(fd), Some(Arc::new(bell)))
+                }
+                (Ok(None), _) => (None, None),
+                (Err(e), _) => {
+                    tracing::debug!(
+                        "cannot duplicate the CQ descriptor ({e}): receives wait on the I/O thread"
+                    );
+                    (None, None)
+                }
+                (_, Err(e)) => {
+                    tracing::debug!("no nudge socket ({e}): receives wait on the I/O thread");
+                    (None, None)
+                }
+            },
+        };
         let doorbell = match cq_waitable {
             true => None,
             false => match wake::Doorbell::open() {
@@ -95,6 +118,8 @@ impl Node {
             fds,
             cq_waitable,
             doorbell,
+            nudge,
+            cq_fd,
             spinners,
             ringer: Ringer::default(),
             name,

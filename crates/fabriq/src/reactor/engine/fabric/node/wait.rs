@@ -1,17 +1,26 @@
 //! How threads wait on a node: the I/O thread through [`Demux`] (the
 //! completion queue's wait descriptor, or the doorbell), and a socket's
-//! thread blocked in a receive through [`BellWait`].
+//! thread blocked in a receive through [`BellWait`] (the doorbell) or
+//! [`CqWait`] (the completion queue's descriptor).
 
 use super::*;
 
 impl Node {
     /// What a socket's thread blocked in a receive sleeps on: the doorbell
-    /// (see [`BellWait`]); None without one.
-    pub(crate) fn bell_wait(self: &Arc<Node>) -> Option<Arc<dyn PullWait>> {
-        let bell = self.doorbell.clone()?;
-        Some(Arc::new(BellWait {
+    /// (see [`BellWait`]), or the completion queue's wait descriptor (see
+    /// [`CqWait`]); None with neither.
+    pub(crate) fn pull_wait(self: &Arc<Node>) -> Option<Arc<dyn PullWait>> {
+        if let Some(bell) = self.doorbell.clone() {
+            return Some(Arc::new(BellWait {
+                node: self.clone(),
+                bell,
+            }));
+        }
+        let nudge = self.nudge.clone()?;
+        self.cq_fd.as_ref()?;
+        Some(Arc::new(CqWait {
             node: self.clone(),
-            bell,
+            nudge,
         }))
     }
 }
@@ -55,6 +64,53 @@ impl PullWait for BellWait {
     }
 }
 
+/// A node's completion queue descriptor as a socket's thread sleeps on it
+/// ([`PullWait`]), on providers that have one (tcp).
+///
+/// Before it sleeps, the thread asks `fi_trywait` ([`PullWait::may_sleep`]):
+/// completions already queued would not make the descriptor readable. When
+/// woken, `take` reads the queue (driving the provider) into the node's
+/// pending list, as [`BellWait`] does, and the pull that follows takes
+/// its own connection's news out of it ([`Node::claim_pending`]); `settle`
+/// rings the node's own nudge socket, which only the I/O thread watches,
+/// when news is left there. The I/O thread, woken by the same descriptor,
+/// may reap first: it then hands the news out as usual, and this thread's
+/// look finds it in the pipe.
+#[derive(Debug)]
+pub(crate) struct CqWait {
+    node: Arc<Node>,
+    nudge: Arc<Doorbell>,
+}
+
+impl PullWait for CqWait {
+    fn fd(&self) -> BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.node
+            .cq_fd
+            .as_ref()
+            .expect("a CqWait is made only with the descriptor")
+            .as_fd()
+    }
+
+    fn may_sleep(&self) -> bool {
+        // (News of other connections left pending is the I/O thread's,
+        // rung for by `settle`: not a reason to stay up.)
+        self.node.lock().ep.try_wait().unwrap_or(false)
+    }
+
+    fn take(&self) -> bool {
+        self.node.lock().reap_pending();
+        true
+    }
+
+    fn settle(&self) {
+        let left = !self.node.lock().pending_ready.is_empty();
+        if left && !self.node.ring(&self.nudge.name) {
+            tracing::debug!("cannot ring our own nudge socket: news waits for the next poll");
+        }
+    }
+}
+
 impl Demux for Node {
     fn fds(&self) -> Vec<RawFd> {
         self.fds.clone()
@@ -62,7 +118,7 @@ impl Demux for Node {
 
     fn take_ready(&self, out: &mut Vec<Token>) {
         // Edge-triggered: drain every ring.
-        if let Some(bell) = &self.doorbell {
+        if let Some(bell) = self.doorbell.as_ref().or(self.nudge.as_ref()) {
             let _ = bell.drain();
         }
         let mut s = self.lock();
@@ -95,5 +151,94 @@ impl Demux for Node {
         } else {
             POLL_EVERY
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Over tcp (CQ wait descriptors), a socket's thread blocked in a
+    /// receive sleeps on the CQ's descriptor: woken by a page, it reads
+    /// the queue itself and its pull takes the news (no hand-off: the
+    /// nudge socket stays quiet); when its pull found the engine busy, the
+    /// news is handed to the I/O thread (the nudge rings and `take_ready`
+    /// hands the connection out).
+    #[test]
+    fn a_blocked_receive_on_tcp_reads_the_queue_itself_and_hands_back_what_it_did_not_pull() {
+        let fabric = FabricOptions::default();
+        let local = Some("127.0.0.1");
+        let receiver = Arc::new(Node::open(Some("tcp"), local, &fabric).expect("tcp"));
+        let sender = Node::open(Some("tcp"), local, &fabric).expect("tcp");
+        assert!(receiver.cq_waitable && receiver.doorbell.is_none());
+        let (key, token) = receiver.add(Token(7), false).unwrap();
+        receiver.authenticate(key, &sender.name).unwrap();
+        receiver.grant(key, 8);
+        let (skey, _) = sender.add(Token(1), false).unwrap();
+        let dest = sender.authenticate(skey, &receiver.name).unwrap();
+        let wait = receiver.pull_wait().expect("tcp has a CQ descriptor");
+        let nudge = receiver.nudge.clone().expect("a nudge socket");
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let readable = |fd: BorrowedFd<'_>| {
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN,
+            )];
+            let ten_ms = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            };
+            rustix::event::poll(&mut fds, Some(&ten_ms)).unwrap() == 1
+        };
+        let mut taken = VecDeque::new();
+        for (seq, order) in ["pulled", "engine busy"].into_iter().enumerate() {
+            let mut page = sender.page(skey).unwrap();
+            page.fill(&[0, 1, b'x']).unwrap();
+            while let Err((back, _)) = sender.send(skey, page, None, dest, token + seq as u64) {
+                assert!(
+                    std::time::Instant::now() < until,
+                    "{order}: the send never went"
+                );
+                // (Refused until the connection is up: both sides
+                // progress. The page is not sent yet, so the receiver's
+                // progress cannot take it.)
+                sender.progress(skey);
+                receiver.progress(key);
+                std::thread::yield_now();
+                page = back;
+            }
+            // Asleep on the descriptor (or told not to sleep: the page is
+            // queued already) until the page is there; the sender's side
+            // progresses meanwhile.
+            while wait.may_sleep() && !readable(wait.fd()) {
+                assert!(
+                    std::time::Instant::now() < until,
+                    "{order}: the descriptor never woke"
+                );
+                sender.progress(skey);
+            }
+            assert!(wait.take(), "{order}");
+            while !receiver.lock().pending_ready.contains(&Token(7)) {
+                assert!(std::time::Instant::now() < until, "{order}: no news");
+                sender.progress(skey);
+                receiver.lock().reap_pending();
+            }
+            if order == "pulled" {
+                assert!(!receiver.claim_pending(key), "{order}: nobody else's");
+            }
+            wait.settle();
+            let handed_back = nudge.drain();
+            assert_eq!(handed_back, order == "engine busy", "{order}");
+            if handed_back {
+                let mut out = Vec::new();
+                receiver.take_ready(&mut out);
+                assert!(
+                    out.contains(&Token(7)),
+                    "{order}: the I/O thread hands it out"
+                );
+            }
+            assert_eq!(receiver.take_in_order(key, &mut taken), None, "{order}");
+            assert_eq!(taken.len(), seq + 1, "{order}: the page was taken");
+        }
     }
 }
