@@ -215,6 +215,12 @@ impl<L> Flow<L> {
         self.consumed = self.consumed.saturating_add(pages);
     }
 
+    /// Pages were consumed since the last grant ([`Flow::poll_grant`]
+    /// grants nothing without).
+    pub fn has_consumed(&self) -> bool {
+        self.consumed > 0
+    }
+
     /// Tops the peer's credits up to `share` (at most our window) once
     /// it holds half of that or less (or at all, with `force`). Returns
     /// the grant, which the caller records in the inbox first.

@@ -215,6 +215,12 @@ impl FabricEngine {
     fn return_credits(&mut self, force: bool) {
         let taken = std::mem::take(&mut self.consumed);
         self.flow.consumed(taken);
+        // (Nothing to return without pages consumed: no need to ask the
+        // node, under its lock, for our share.)
+        if !self.flow.has_consumed() {
+            self.send_commands();
+            return;
+        }
         if let Some(give) = self.flow.poll_grant(self.node.share(), force) {
             // Counted before the peer can see it (it answers with pages).
             self.node.grant(self.key, give);
@@ -640,15 +646,15 @@ impl Engine for FabricEngine {
                 self.counted_spell = spell;
             }
         }
-        let others = if self.spins || !self.node.cq_waitable {
-            self.node.progress(self.key)
-        } else if self.alternates {
-            // What a blocked receive reaped (`node::CqWait`) is ours.
-            self.node.claim_pending(self.key)
+        let (others, failed) = if self.spins || !self.node.cq_waitable {
+            self.node.progress_and_take(self.key, &mut self.received)
         } else {
-            false
+            let others = self.alternates
+                // What a blocked receive reaped (`node::CqWait`) is ours.
+                && self.node.claim_pending(self.key);
+            (others, self.take_pages().err())
         };
-        if let Err(why) = self.take_pages() {
+        if let Some(why) = failed {
             self.failed = Some(why);
             return hand_over;
         }

@@ -452,6 +452,31 @@ impl Node {
         others
     }
 
+    /// [`Node::progress`] and then [`Node::take_in_order`] for `key`,
+    /// under one hold of the lock (a spinning receive does both at every
+    /// look). Returns whether others have news, and why the connection
+    /// must end, if it must.
+    pub(crate) fn progress_and_take(
+        &self,
+        key: u32,
+        out: &mut VecDeque<Bytes>,
+    ) -> (bool, Option<String>) {
+        let mut s = self.lock();
+        let mut ready = std::mem::take(&mut s.pending_ready);
+        s.reap(&mut ready);
+        let mine = s.conns.get(&key).map(|c| c.token);
+        ready.retain(|t| Some(*t) != mine);
+        let others = !ready.is_empty();
+        s.pending_ready = ready;
+        let Some(c) = s.conns.get_mut(&key) else {
+            return (others, None);
+        };
+        if let Some(why) = c.failed.clone() {
+            return (others, Some(why));
+        }
+        (others, c.inbox.take_in_order(out))
+    }
+
     /// As [`Node::progress`] without reading the completion queue: takes
     /// `key`'s news out of what a socket's thread reaped ([`CqWait`]).
     /// Returns whether other connections than `key` have news.
