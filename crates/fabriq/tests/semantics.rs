@@ -337,6 +337,86 @@ fn hwm_req_tcp() {
     blocking_sender_hwm(zmq::REQ, zmq::ROUTER, Transport::Tcp);
 }
 
+/// Whether thread `tid` of this process is asleep (state `S` in
+/// /proc/self/task/TID/stat).
+fn sleeping(tid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        == Some("S")
+}
+
+/// PUSH, DEALER: a send blocked at the HWM is woken by the peer reading
+/// (the pipe's writer event), not by its timeout: with SNDTIMEO 30 s, the
+/// send returns as soon as the receiver has drained the pipe. A lost
+/// wake-up fails the 10 s wait below.
+fn blocked_send_wakes_when_the_peer_reads(
+    kind: zmq::SocketType,
+    peer: zmq::SocketType,
+    transport: Transport,
+) {
+    let ctx = zmq::Context::new();
+    let (sender, receiver) = hwm_pair(&ctx, transport, kind, peer, 10, 15);
+    let count = fill(&sender, transport, 20_000);
+    sender.set_sndtimeo(30_000).unwrap();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel();
+    let blocked = thread::spawn(move || {
+        tid_tx
+            .send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        done_tx
+            .send(sender.send(seq_msg(count as u64, MSG_LEN), 0))
+            .unwrap();
+        sender
+    });
+    let tid = tid_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    // Until the sending thread sleeps (in its send: the pipe is full).
+    let until = deadline();
+    while !sleeping(tid) {
+        assert!(
+            Instant::now() < until,
+            "{kind:?} {transport:?}: the send never slept"
+        );
+        thread::yield_now();
+    }
+    assert!(
+        done_rx.try_recv().is_err(),
+        "{kind:?} {transport:?}: a send went into a full pipe"
+    );
+    drain_in_order(&receiver, count);
+    let sent = done_rx
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("{kind:?} {transport:?}: the blocked send was not woken"));
+    assert_eq!(sent, Ok(()), "{kind:?} {transport:?}");
+    let parts = receiver.recv_multipart(0).unwrap();
+    assert_eq!(seq_of(parts.last().unwrap()), count as u64);
+    drop(blocked.join().unwrap());
+}
+
+#[test]
+fn hwm_push_blocked_send_wakes_inproc() {
+    blocked_send_wakes_when_the_peer_reads(zmq::PUSH, zmq::PULL, Transport::Inproc);
+}
+
+#[test]
+fn hwm_push_blocked_send_wakes_tcp() {
+    blocked_send_wakes_when_the_peer_reads(zmq::PUSH, zmq::PULL, Transport::Tcp);
+}
+
+#[test]
+fn hwm_dealer_blocked_send_wakes_inproc() {
+    blocked_send_wakes_when_the_peer_reads(zmq::DEALER, zmq::ROUTER, Transport::Inproc);
+}
+
+#[test]
+fn hwm_dealer_blocked_send_wakes_tcp() {
+    blocked_send_wakes_when_the_peer_reads(zmq::DEALER, zmq::ROUTER, Transport::Tcp);
+}
+
 /// With no peer at all, PUSH, DEALER and REQ cannot send: EAGAIN at once
 /// with DONTWAIT, after SNDTIMEO otherwise.
 #[test]
