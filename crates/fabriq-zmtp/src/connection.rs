@@ -742,7 +742,7 @@ impl Connection {
         // handshake timer).
         self.version = Some(OUR_VERSION.negotiate(peer.version));
         self.state = State::Handshake;
-        self.mechanism.start(&mut self.replies);
+        self.mechanism.start(&mut self.replies)?;
         self.flush_replies();
         Ok(())
     }
@@ -1209,7 +1209,7 @@ mod tests {
     }
 
     impl Mechanism for Boxed {
-        fn start(&mut self, out: &mut Vec<Command>) {
+        fn start(&mut self, out: &mut Vec<Command>) -> Result<(), ProtocolError> {
             self.null.start(out)
         }
 

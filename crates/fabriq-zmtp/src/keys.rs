@@ -78,16 +78,13 @@ impl CurveSecretKey {
         &self.0
     }
 
-    /// The public key that belongs to this secret key.
+    /// The public key that belongs to this secret key
+    /// (`crypto_scalarmult_base`).
     pub fn public_key(&self) -> CurvePublicKey {
-        CurvePublicKey(*self.to_box_key().public_key().as_bytes())
-    }
-
-    /// The key for `crypto_box`, made from a copy that is zeroed when
-    /// dropped (`from_bytes` takes the bytes by value).
-    pub(crate) fn to_box_key(&self) -> crypto_box::SecretKey {
-        let copy = Zeroizing::new(self.0);
-        crypto_box::SecretKey::from_bytes(*copy)
+        CurvePublicKey(
+            fabriq_sodium::public_key(&self.0)
+                .expect("X25519 of the base point and a clamped scalar is never zero"),
+        )
     }
 }
 
@@ -115,13 +112,13 @@ pub struct CurveKeyPair {
 }
 
 impl CurveKeyPair {
-    /// A fresh random key pair from the operating system's generator.
+    /// A fresh random key pair from the operating system's generator
+    /// (libsodium's `crypto_box_keypair`).
     pub fn generate() -> Self {
-        let secret = crypto_box::SecretKey::generate(&mut crypto_box::aead::OsRng);
-        let public = CurvePublicKey(*secret.public_key().as_bytes());
+        let (public, secret) = fabriq_sodium::keypair();
         CurveKeyPair {
-            public,
-            secret: CurveSecretKey(secret.to_bytes()),
+            public: CurvePublicKey(public),
+            secret: CurveSecretKey(*secret),
         }
     }
 

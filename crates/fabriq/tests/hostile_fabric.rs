@@ -1251,16 +1251,14 @@ impl CurveRogue {
 /// | Poly1305 tag | XSalsa20 ciphertext, nonce "fabriq-ofi-page\0" +
 /// counter.
 fn sealed(key: &[u8; 32], counter: u64, plain: &[u8]) -> Vec<u8> {
-    use crypto_secretbox::aead::{AeadInPlace, KeyInit};
-    let cipher = crypto_secretbox::XSalsa20Poly1305::new(key.into());
     let mut nonce = [0u8; 24];
     nonce[..16].copy_from_slice(b"fabriq-ofi-page\0");
     nonce[16..].copy_from_slice(&counter.to_be_bytes());
-    let mut body = plain.to_vec();
-    let tag = cipher
-        .encrypt_in_place_detached(&nonce.into(), b"", &mut body)
+    // secretbox_easy: the tag, then the ciphertext.
+    let boxed = fabriq_sodium::SecretBoxKey::from_bytes(key)
+        .seal(&nonce, plain)
         .unwrap();
-    [&counter.to_be_bytes()[..], &tag[..], &body].concat()
+    [&counter.to_be_bytes()[..], &boxed[..]].concat()
 }
 
 /// An encrypting PULL, a good encrypting PUSH, and a rogue encrypting

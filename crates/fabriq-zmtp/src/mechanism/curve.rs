@@ -30,18 +30,15 @@
 //! accept either frame kind.
 //!
 //! Boxes are NaCl `crypto_box` (X25519, HSalsa20, XSalsa20-Poly1305) as in
-//! `crypto_box_easy`: the 16-byte MAC first, then the ciphertext. The
-//! `crypto_box` crate's `SalsaBox` is that construction (its
-//! `encrypt_in_place` puts the tag in front); the cookie is a
-//! `crypto_secretbox` (XSalsa20-Poly1305) under a random per-connection
-//! key, as libzmq makes it.
+//! `crypto_box_easy`: the 16-byte MAC first, then the ciphertext. They are
+//! libsodium's, as libzmq's are (`fabriq_sodium`): each pair of keys is
+//! precomputed once (`crypto_box_beforenm`), so a MESSAGE costs
+//! XSalsa20-Poly1305 only (`crypto_box_detached_afternm`); the cookie is a
+//! `crypto_secretbox` under a random per-connection key, as libzmq makes
+//! it.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use crypto_box::aead::generic_array::GenericArray;
-use crypto_box::aead::rand_core::RngCore;
-use crypto_box::aead::{Aead, AeadInPlace, KeyInit, OsRng};
-use crypto_box::{PublicKey, SalsaBox, SecretKey};
-use crypto_secretbox::XSalsa20Poly1305;
+use fabriq_sodium::{BoxKey, Nonce, SecretBoxKey};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -51,7 +48,7 @@ use crate::command::Command;
 use crate::error::ProtocolError;
 use crate::frame::Frame;
 use crate::greeting::MechanismName;
-use crate::keys::{CurveKeyPair, CurvePublicKey};
+use crate::keys::{CurveKeyPair, CurvePublicKey, CurveSecretKey};
 use crate::properties::Properties;
 
 const HELLO: &[u8] = b"HELLO";
@@ -84,23 +81,23 @@ const MESSAGE_MIN: usize = MESSAGE.len() + 8 + MAC + 1;
 const MORE: u8 = 0x01;
 const COMMAND: u8 = 0x02;
 
-fn short_nonce(prefix: &[u8; 16], n: u64) -> crypto_box::Nonce {
+fn short_nonce(prefix: &[u8; 16], n: u64) -> Nonce {
     let mut full = [0u8; 24];
     full[..16].copy_from_slice(prefix);
     full[16..].copy_from_slice(&n.to_be_bytes());
-    GenericArray::from(full)
+    full
 }
 
-fn long_nonce(prefix: &[u8; 8], tail: &[u8]) -> crypto_box::Nonce {
+fn long_nonce(prefix: &[u8; 8], tail: &[u8]) -> Nonce {
     let mut full = [0u8; 24];
     full[..8].copy_from_slice(prefix);
     full[8..].copy_from_slice(tail);
-    GenericArray::from(full)
+    full
 }
 
 fn random16() -> [u8; 16] {
     let mut out = [0u8; 16];
-    OsRng.fill_bytes(&mut out);
+    fabriq_sodium::random_bytes(&mut out);
     out
 }
 
@@ -115,22 +112,20 @@ fn malformed(command: &str, reason: &'static str) -> ProtocolError {
     }
 }
 
-/// `crypto_box_easy`: MAC then ciphertext.
-fn seal_box(b: &SalsaBox, nonce: &crypto_box::Nonce, plain: &[u8]) -> Vec<u8> {
-    b.encrypt(nonce, plain)
-        .expect("XSalsa20Poly1305 encryption of a bounded message cannot fail")
+/// `crypto_box_easy_afternm`: MAC then ciphertext.
+fn seal_box(b: &BoxKey, nonce: &Nonce, plain: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+    b.seal(nonce, plain)
+        .map_err(|_| crypto("cannot seal a CURVE box"))
 }
 
-/// `crypto_box_open_easy`; the plaintext is zeroed when dropped.
+/// `crypto_box_open_easy_afternm`; the plaintext is zeroed when dropped.
 fn open_box(
-    b: &SalsaBox,
-    nonce: &crypto_box::Nonce,
+    b: &BoxKey,
+    nonce: &Nonce,
     boxed: &[u8],
     what: &'static str,
 ) -> Result<Zeroizing<Vec<u8>>, ProtocolError> {
-    b.decrypt(nonce, boxed)
-        .map(Zeroizing::new)
-        .map_err(|_| crypto(what))
+    b.open(nonce, boxed).map_err(|_| crypto(what))
 }
 
 fn read_u64(bytes: &[u8]) -> u64 {
@@ -178,9 +173,9 @@ const SMALL_ORDER: [[u8; 32]; 7] = [
 
 /// Whether `key` is one of [`SMALL_ORDER`] (its top bit ignored, as X25519
 /// ignores it), in constant time. X25519 with such a key gives a shared
-/// secret anyone can compute: all zeros in libsodium, whose `crypto_box`
-/// then refuses it; the reduced scalar of `crypto_box` (the crate) gives
-/// another small-order point, as guessable.
+/// secret anyone can compute (all zeros). libsodium's
+/// `crypto_box_beforenm` refuses these keys too; this check comes first so
+/// the refusal does not depend on the library's version.
 fn has_small_order(key: &[u8; 32]) -> bool {
     let mut masked = *key;
     masked[31] &= 0x7f;
@@ -192,24 +187,24 @@ fn has_small_order(key: &[u8; 32]) -> bool {
         .into()
 }
 
-/// The box between a peer's `public` key and our `secret` one, refused
-/// when the public key is of small order (libsodium's
-/// `crypto_box_beforenm`); `whose` names the key in the error.
-fn salsa_box(
-    public: &PublicKey,
-    secret: &SecretKey,
+/// The box between a peer's `public` key and our `secret` one
+/// (`crypto_box_beforenm`), refused when the public key is of small order
+/// (here, then by libsodium); `whose` names the key in the error.
+fn box_key(
+    public: &CurvePublicKey,
+    secret: &CurveSecretKey,
     whose: &'static str,
-) -> Result<SalsaBox, ProtocolError> {
+) -> Result<BoxKey, ProtocolError> {
     if has_small_order(public.as_bytes()) {
         return Err(crypto(whose));
     }
-    Ok(SalsaBox::new(public, secret))
+    BoxKey::new(public.as_bytes(), secret.as_bytes()).map_err(|_| crypto(whose))
 }
 
-fn public(bytes: &[u8]) -> PublicKey {
+fn public(bytes: &[u8]) -> CurvePublicKey {
     let mut k = [0u8; 32];
     k.copy_from_slice(&bytes[..32]);
-    PublicKey::from(k)
+    CurvePublicKey(k)
 }
 
 fn command(name: &'static [u8], body: Vec<u8>) -> Command {
@@ -228,7 +223,7 @@ fn encoded(props: &Properties) -> Zeroizing<Vec<u8>> {
 /// The MESSAGE codec both sides run once the handshake is done.
 struct Channel {
     /// Precomputed `crypto_box_beforenm(peer', ours')`.
-    shared: SalsaBox,
+    shared: BoxKey,
     send_prefix: &'static [u8; 16],
     recv_prefix: &'static [u8; 16],
     /// Our next short nonce.
@@ -268,11 +263,7 @@ impl Channel {
         out.extend_from_slice(&frame.data);
         let tag = self
             .shared
-            .encrypt_in_place_detached(
-                &short_nonce(self.send_prefix, n),
-                b"",
-                &mut out[header + MAC..],
-            )
+            .seal_in_place(&short_nonce(self.send_prefix, n), &mut out[header + MAC..])
             .map_err(|_| crypto("cannot seal a MESSAGE"))?;
         out[header..header + MAC].copy_from_slice(&tag);
         Ok(Frame {
@@ -298,10 +289,10 @@ impl Channel {
         let at = MESSAGE.len();
         let n = read_u64(&data[at..]);
         self.check_peer_nonce(n)?;
-        let tag = GenericArray::clone_from_slice(&data[at + 8..at + 8 + MAC]);
+        let tag: [u8; MAC] = data[at + 8..at + 8 + MAC].try_into().expect("16 bytes");
         let mut plain = BytesMut::from(&data[at + 8 + MAC..]);
         self.shared
-            .decrypt_in_place_detached(&short_nonce(self.recv_prefix, n), b"", &mut plain, &tag)
+            .open_in_place(&short_nonce(self.recv_prefix, n), &mut plain, &tag)
             .map_err(|_| crypto("MESSAGE box does not open"))?;
         self.peer_nonce = n;
         let flags = plain[0];
@@ -327,13 +318,15 @@ enum ClientState {
 pub struct CurveClient {
     ours: Properties,
     /// S: the server's long-term public key.
-    server: PublicKey,
+    server: CurvePublicKey,
     /// C and c: our long-term pair.
     public: CurvePublicKey,
-    secret: SecretKey,
+    secret: CurveSecretKey,
     /// c': our short-term (per-connection) secret key; C' its public key.
-    cn_secret: SecretKey,
-    cn_public: PublicKey,
+    cn_secret: CurveSecretKey,
+    cn_public: CurvePublicKey,
+    /// The box between S and c', made for HELLO and kept to open WELCOME.
+    to_server: Option<BoxKey>,
     next_nonce: u64,
     state: ClientState,
     channel: Option<Channel>,
@@ -353,14 +346,15 @@ impl CurveClient {
     /// long-term public key is `server`, announcing `ours` in INITIATE. A
     /// fresh short-term key pair is made for the connection.
     pub fn new(ours: Properties, server: &CurvePublicKey, keys: &CurveKeyPair) -> Self {
-        let cn_secret = SecretKey::generate(&mut OsRng);
+        let cn = CurveKeyPair::generate();
         CurveClient {
             ours,
-            server: PublicKey::from(server.0),
+            server: *server,
             public: keys.public,
-            secret: keys.secret.to_box_key(),
-            cn_public: cn_secret.public_key(),
-            cn_secret,
+            secret: keys.secret.clone(),
+            cn_public: cn.public,
+            cn_secret: cn.secret,
+            to_server: None,
             next_nonce: 1,
             state: ClientState::Start,
             channel: None,
@@ -373,13 +367,15 @@ impl CurveClient {
         n
     }
 
-    fn hello(&mut self) -> Command {
+    fn hello(&mut self) -> Result<Command, ProtocolError> {
         let n = self.take_nonce();
-        let signature = seal_box(
-            &SalsaBox::new(&self.server, &self.cn_secret),
-            &short_nonce(HELLO_NONCE, n),
-            &[0u8; 64],
-        );
+        let to_server = box_key(
+            &self.server,
+            &self.cn_secret,
+            "the server's public key is of small order",
+        )?;
+        let signature = seal_box(&to_server, &short_nonce(HELLO_NONCE, n), &[0u8; 64])?;
+        self.to_server = Some(to_server);
         let mut body = Vec::with_capacity(HELLO_BODY);
         body.extend_from_slice(&[1, 0]);
         body.extend_from_slice(&[0u8; 72]);
@@ -387,26 +383,23 @@ impl CurveClient {
         body.extend_from_slice(&n.to_be_bytes());
         body.extend_from_slice(&signature);
         debug_assert_eq!(body.len(), HELLO_BODY);
-        command(HELLO, body)
+        Ok(command(HELLO, body))
     }
 
     fn on_welcome(&mut self, body: &[u8]) -> Result<Command, ProtocolError> {
         if body.len() != WELCOME_BODY {
             return Err(malformed("WELCOME", "a CURVE WELCOME body is 160 bytes"));
         }
+        let to_server = self.to_server.take().expect("HELLO sent");
         let plain = open_box(
-            &salsa_box(
-                &self.server,
-                &self.cn_secret,
-                "the server's public key is of small order",
-            )?,
+            &to_server,
             &long_nonce(WELCOME_NONCE, &body[..16]),
             &body[16..],
             "cannot open the server's WELCOME (wrong server key?)",
         )?;
         let server_cn = public(&plain[..32]);
         let cookie = &plain[32..32 + COOKIE];
-        let shared = salsa_box(
+        let shared = box_key(
             &server_cn,
             &self.cn_secret,
             "the server's short-term key (WELCOME) is of small order",
@@ -418,14 +411,14 @@ impl CurveClient {
         vouch_plain[..32].copy_from_slice(self.cn_public.as_bytes());
         vouch_plain[32..].copy_from_slice(self.server.as_bytes());
         let vouch = seal_box(
-            &salsa_box(
+            &box_key(
                 &server_cn,
                 &self.secret,
                 "the server's short-term key (WELCOME) is of small order",
             )?,
             &long_nonce(VOUCH_NONCE, &vouch_nonce),
             &vouch_plain,
-        );
+        )?;
 
         let meta = encoded(&self.ours);
         let mut inner = Zeroizing::new(Vec::with_capacity(128 + meta.len()));
@@ -434,7 +427,7 @@ impl CurveClient {
         inner.extend_from_slice(&vouch);
         inner.extend_from_slice(&meta);
         let n = self.take_nonce();
-        let boxed = seal_box(&shared, &short_nonce(INITIATE_NONCE, n), &inner);
+        let boxed = seal_box(&shared, &short_nonce(INITIATE_NONCE, n), &inner)?;
 
         let mut out = Vec::with_capacity(COOKIE + 8 + boxed.len());
         out.extend_from_slice(cookie);
@@ -469,11 +462,12 @@ impl CurveClient {
 }
 
 impl Mechanism for CurveClient {
-    fn start(&mut self, out: &mut Vec<Command>) {
+    fn start(&mut self, out: &mut Vec<Command>) -> Result<(), ProtocolError> {
         if self.state == ClientState::Start {
-            out.push(self.hello());
+            out.push(self.hello()?);
             self.state = ClientState::ExpectWelcome;
         }
+        Ok(())
     }
 
     fn on_command(
@@ -531,14 +525,14 @@ pub struct CurveServer {
     ours: Properties,
     /// S and s: our long-term pair.
     public: CurvePublicKey,
-    secret: SecretKey,
+    secret: CurveSecretKey,
     /// s' and S': our short-term pair for this connection.
-    cn_secret: SecretKey,
-    cn_public: PublicKey,
+    cn_secret: CurveSecretKey,
+    cn_public: CurvePublicKey,
     /// K: the cookie key, fresh for each connection (as libzmq).
-    cookie_key: Zeroizing<[u8; 32]>,
+    cookie_key: SecretBoxKey,
     /// C': the client's short-term public key, from HELLO.
-    client_cn: Option<PublicKey>,
+    client_cn: Option<CurvePublicKey>,
     /// The short nonce of the client's HELLO.
     hello_nonce: u64,
     authenticate: bool,
@@ -564,16 +558,14 @@ impl CurveServer {
     /// owner before READY; without, every client that knows our public key
     /// is let in (libzmq without a ZAP handler).
     pub fn new(ours: Properties, keys: &CurveKeyPair, authenticate: bool) -> Self {
-        let cn_secret = SecretKey::generate(&mut OsRng);
-        let mut cookie_key = Zeroizing::new([0u8; 32]);
-        OsRng.fill_bytes(&mut *cookie_key);
+        let cn = CurveKeyPair::generate();
         CurveServer {
             ours,
             public: keys.public,
-            secret: keys.secret.to_box_key(),
-            cn_public: cn_secret.public_key(),
-            cn_secret,
-            cookie_key,
+            secret: keys.secret.clone(),
+            cn_public: cn.public,
+            cn_secret: cn.secret,
+            cookie_key: SecretBoxKey::generate(),
             client_cn: None,
             hello_nonce: 0,
             authenticate,
@@ -595,7 +587,7 @@ impl CurveServer {
         // at its contents either.
         let client_cn = public(&body[74..106]);
         let n = read_u64(&body[106..114]);
-        let to_client = salsa_box(
+        let to_client = box_key(
             &client_cn,
             &self.secret,
             "the client's short-term key (HELLO) is of small order",
@@ -614,9 +606,10 @@ impl CurveServer {
         let cookie_nonce = random16();
         let mut cookie_plain = Zeroizing::new([0u8; 64]);
         cookie_plain[..32].copy_from_slice(client_cn.as_bytes());
-        cookie_plain[32..].copy_from_slice(&*Zeroizing::new(self.cn_secret.to_bytes()));
-        let cookie_box = XSalsa20Poly1305::new(GenericArray::from_slice(&*self.cookie_key))
-            .encrypt(&long_nonce(COOKIE_NONCE, &cookie_nonce), &cookie_plain[..])
+        cookie_plain[32..].copy_from_slice(self.cn_secret.as_bytes());
+        let cookie_box = self
+            .cookie_key
+            .seal(&long_nonce(COOKIE_NONCE, &cookie_nonce), &cookie_plain[..])
             .map_err(|_| crypto("cannot seal the cookie"))?;
 
         let mut welcome_plain = Zeroizing::new(Vec::with_capacity(128));
@@ -628,7 +621,7 @@ impl CurveServer {
             &to_client,
             &long_nonce(WELCOME_NONCE, &welcome_nonce),
             &welcome_plain,
-        );
+        )?;
         let mut out = Vec::with_capacity(WELCOME_BODY);
         out.extend_from_slice(&welcome_nonce);
         out.extend_from_slice(&boxed);
@@ -639,21 +632,21 @@ impl CurveServer {
     }
 
     /// Checks INITIATE; returns the client's long-term key and metadata.
-    fn on_initiate(&mut self, body: &[u8]) -> Result<(PublicKey, Properties), ProtocolError> {
+    fn on_initiate(&mut self, body: &[u8]) -> Result<(CurvePublicKey, Properties), ProtocolError> {
         if body.len() < INITIATE_MIN {
             return Err(malformed(
                 "INITIATE",
                 "shorter than cookie, nonce and vouch",
             ));
         }
-        let client_cn = self.client_cn.clone().expect("HELLO seen");
-        let cookie = XSalsa20Poly1305::new(GenericArray::from_slice(&*self.cookie_key))
-            .decrypt(&long_nonce(COOKIE_NONCE, &body[..16]), &body[16..COOKIE])
-            .map(Zeroizing::new)
+        let client_cn = self.client_cn.expect("HELLO seen");
+        let cookie = self
+            .cookie_key
+            .open(&long_nonce(COOKIE_NONCE, &body[..16]), &body[16..COOKIE])
             .map_err(|_| crypto("cannot open the INITIATE cookie"))?;
         let mut expected = Zeroizing::new([0u8; 64]);
         expected[..32].copy_from_slice(client_cn.as_bytes());
-        expected[32..].copy_from_slice(&*Zeroizing::new(self.cn_secret.to_bytes()));
+        expected[32..].copy_from_slice(self.cn_secret.as_bytes());
         if !bool::from(cookie.ct_eq(&expected[..])) {
             return Err(crypto("the INITIATE cookie is not ours"));
         }
@@ -665,7 +658,7 @@ impl CurveServer {
                 last: self.hello_nonce,
             });
         }
-        let shared = salsa_box(
+        let shared = box_key(
             &client_cn,
             &self.cn_secret,
             "the client's short-term key (HELLO) is of small order",
@@ -678,7 +671,7 @@ impl CurveServer {
         )?;
         let client_key = public(&plain[..32]);
         let vouch = open_box(
-            &salsa_box(
+            &box_key(
                 &client_key,
                 &self.cn_secret,
                 "the client's long-term key (INITIATE) is of small order",
@@ -713,7 +706,7 @@ impl CurveServer {
             &channel.shared,
             &short_nonce(READY_NONCE, n),
             &encoded(&self.ours),
-        );
+        )?;
         let mut out = Vec::with_capacity(8 + boxed.len());
         out.put_u64(n);
         out.extend_from_slice(&boxed);
@@ -722,7 +715,9 @@ impl CurveServer {
 }
 
 impl Mechanism for CurveServer {
-    fn start(&mut self, _out: &mut Vec<Command>) {}
+    fn start(&mut self, _out: &mut Vec<Command>) -> Result<(), ProtocolError> {
+        Ok(())
+    }
 
     fn on_command(
         &mut self,
@@ -811,19 +806,22 @@ mod tests {
     }
 
     /// A HELLO from short-term key `cn` whose signature box `sealer` seals.
-    fn hello(cn: &[u8; 32], sealer: &SalsaBox) -> Vec<u8> {
+    fn hello(cn: &[u8; 32], sealer: &BoxKey) -> Vec<u8> {
         let mut out = vec![1, 0];
         out.extend_from_slice(&[0; 72]);
         out.extend_from_slice(cn);
         out.extend_from_slice(&1u64.to_be_bytes());
-        out.extend_from_slice(&seal_box(sealer, &short_nonce(HELLO_NONCE, 1), &[0; 64]));
+        out.extend_from_slice(&seal_box(sealer, &short_nonce(HELLO_NONCE, 1), &[0; 64]).unwrap());
         out
     }
 
-    /// A box that anyone can make with a peer that uses `key`: X25519 of
-    /// u = 0 is 0 whatever the secret.
-    fn forged(key: &[u8; 32]) -> SalsaBox {
-        SalsaBox::new(&PublicKey::from(*key), &SecretKey::generate(&mut OsRng))
+    /// A box that anyone can make with a peer that uses the small-order
+    /// `_key`: X25519 of such a point and a clamped scalar (a multiple of
+    /// the cofactor 8) is the identity, u = 0, whatever the secret.
+    /// libsodium will not compute it (`BoxKey::new` refuses the key), so
+    /// the box key is made from that known output.
+    fn forged(_key: &[u8; 32]) -> BoxKey {
+        BoxKey::from_dh_output(&[0u8; 32])
     }
 
     #[test]
@@ -874,17 +872,21 @@ mod tests {
                 &server_keys.public,
                 &CurveKeyPair::generate(),
             );
-            let _ = client.hello();
+            let _ = client.hello().unwrap();
             // What the real server would send, with S' of small order.
             let mut plain = key.to_vec();
             plain.extend_from_slice(&[7; COOKIE]);
             let nonce = random16();
             let mut welcome = nonce.to_vec();
-            welcome.extend_from_slice(&seal_box(
-                &SalsaBox::new(&client.cn_public, &server_keys.secret.to_box_key()),
-                &long_nonce(WELCOME_NONCE, &nonce),
-                &plain,
-            ));
+            welcome.extend_from_slice(
+                &seal_box(
+                    &BoxKey::new(client.cn_public.as_bytes(), server_keys.secret.as_bytes())
+                        .unwrap(),
+                    &long_nonce(WELCOME_NONCE, &nonce),
+                    &plain,
+                )
+                .unwrap(),
+            );
             assert_eq!(
                 client.on_welcome(&welcome).err(),
                 Some(crypto(
@@ -904,7 +906,7 @@ mod tests {
             &server_keys.public,
             &CurveKeyPair::generate(),
         );
-        let welcome = server.on_hello(&body(client.hello())).unwrap();
+        let welcome = server.on_hello(&body(client.hello().unwrap())).unwrap();
         let initiate = body(client.on_welcome(&body(welcome)).unwrap());
         // The client's INITIATE, its long-term key swapped for 0 and the
         // vouch sealed with a box anyone can make for that key.
@@ -914,21 +916,21 @@ mod tests {
         let vouch_nonce = random16();
         let mut inner = zero.to_vec();
         inner.extend_from_slice(&vouch_nonce);
-        inner.extend_from_slice(&seal_box(
-            &forged(&zero),
-            &long_nonce(VOUCH_NONCE, &vouch_nonce),
-            &vouched,
-        ));
+        inner.extend_from_slice(
+            &seal_box(
+                &forged(&zero),
+                &long_nonce(VOUCH_NONCE, &vouch_nonce),
+                &vouched,
+            )
+            .unwrap(),
+        );
         inner.extend_from_slice(&encoded(&Properties::new()));
         let n = 3u64;
         let shared = &client.channel.as_ref().unwrap().shared;
         let mut forged_initiate = initiate[..COOKIE].to_vec();
         forged_initiate.extend_from_slice(&n.to_be_bytes());
-        forged_initiate.extend_from_slice(&seal_box(
-            shared,
-            &short_nonce(INITIATE_NONCE, n),
-            &inner,
-        ));
+        forged_initiate
+            .extend_from_slice(&seal_box(shared, &short_nonce(INITIATE_NONCE, n), &inner).unwrap());
         assert_eq!(
             server.on_initiate(&forged_initiate).err(),
             Some(crypto(

@@ -147,8 +147,10 @@ pub(crate) fn peer_error(reason: String) -> ProtocolError {
 
 /// One side of a mechanism handshake.
 pub trait Mechanism: fmt::Debug + Send {
-    /// Commands to send as soon as the greetings have been exchanged.
-    fn start(&mut self, out: &mut Vec<Command>);
+    /// Commands to send as soon as the greetings have been exchanged. An
+    /// error ends the connection (a CURVE client whose server key cannot
+    /// make a box).
+    fn start(&mut self, out: &mut Vec<Command>) -> Result<(), ProtocolError>;
 
     /// Handles one command from the peer during the handshake. Returns the
     /// peer's metadata once the handshake is complete, `None` while it

@@ -45,7 +45,7 @@ impl NullMechanism {
 }
 
 impl Mechanism for NullMechanism {
-    fn start(&mut self, out: &mut Vec<Command>) {
+    fn start(&mut self, out: &mut Vec<Command>) -> Result<(), ProtocolError> {
         if self.authenticate {
             self.auth_request = Some(AuthRequest {
                 mechanism: MechanismName::Null,
@@ -55,6 +55,7 @@ impl Mechanism for NullMechanism {
             self.sent_ready = true;
             out.push(Command::Ready(self.ours.clone()));
         }
+        Ok(())
     }
 
     fn on_command(

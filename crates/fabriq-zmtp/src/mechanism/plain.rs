@@ -76,9 +76,9 @@ impl PlainClient {
 }
 
 impl Mechanism for PlainClient {
-    fn start(&mut self, out: &mut Vec<Command>) {
+    fn start(&mut self, out: &mut Vec<Command>) -> Result<(), ProtocolError> {
         if self.state != ClientState::Start {
-            return;
+            return Ok(());
         }
         // Lengths are checked when the connection is made.
         let mut body = BytesMut::with_capacity(2 + self.username.len() + self.password.len());
@@ -88,6 +88,7 @@ impl Mechanism for PlainClient {
         body.put_slice(&self.password);
         out.push(other(HELLO, body.freeze()));
         self.state = ClientState::ExpectWelcome;
+        Ok(())
     }
 
     fn on_command(
@@ -176,7 +177,9 @@ fn parse_hello(body: &Bytes) -> Result<(Bytes, Bytes), ProtocolError> {
 }
 
 impl Mechanism for PlainServer {
-    fn start(&mut self, _out: &mut Vec<Command>) {}
+    fn start(&mut self, _out: &mut Vec<Command>) -> Result<(), ProtocolError> {
+        Ok(())
+    }
 
     fn on_command(
         &mut self,

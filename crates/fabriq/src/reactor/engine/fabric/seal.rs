@@ -1,8 +1,8 @@
 //! Sealing fabric pages (the `fabric_encrypt` design, issue 13 item 4):
 //! each direction of a connection has its own fresh random 32-byte key,
-//! and each page is one XSalsa20-Poly1305 secretbox (RustCrypto's
-//! `crypto_secretbox`, as CURVE uses) whose nonce comes from a
-//! per-direction page counter.
+//! and each page is one XSalsa20-Poly1305 secretbox (libsodium's
+//! `crypto_secretbox_detached`, through `fabriq_sodium` as CURVE's boxes)
+//! whose nonce comes from a per-direction page counter.
 //!
 //! Page layout: `counter` (u64, big endian) | `tag` (16 bytes) |
 //! ciphertext, [`OVERHEAD`] = 24 bytes before the plaintext. The nonce is
@@ -20,8 +20,7 @@
 //! CURVE-encrypted control connection (docs/fabric.md, "Encryption of
 //! the data path").
 
-use crypto_secretbox::aead::{AeadInPlace, KeyInit, OsRng};
-use crypto_secretbox::{Key, Nonce, Tag, XSalsa20Poly1305};
+use fabriq_sodium::{Mac, Nonce, SecretBoxKey};
 use zeroize::Zeroizing;
 
 /// Bytes before the plaintext in a sealed page: the counter (8) and the
@@ -36,13 +35,13 @@ fn nonce(counter: u64) -> Nonce {
     let mut n = [0u8; 24];
     n[..16].copy_from_slice(NONCE_PREFIX);
     n[16..].copy_from_slice(&counter.to_be_bytes());
-    Nonce::from(n)
+    n
 }
 
-/// Seals the pages of one sending direction. The key is zeroized when
-/// the sealer is dropped (`crypto_secretbox` zeroizes its key on drop).
+/// Seals the pages of one sending direction. The key is zeroed when the
+/// sealer is dropped (`SecretBoxKey` does it with `sodium_memzero`).
 pub(crate) struct Sealer {
-    cipher: XSalsa20Poly1305,
+    cipher: SecretBoxKey,
     next: u64,
 }
 
@@ -50,16 +49,16 @@ impl Sealer {
     /// A sealer under a fresh random key, and that key (for the peer,
     /// sent inside the CURVE-encrypted control connection).
     pub(crate) fn generate() -> (Sealer, Zeroizing<[u8; KEY_LEN]>) {
-        let key = Zeroizing::new(<[u8; KEY_LEN]>::from(XSalsa20Poly1305::generate_key(
-            &mut OsRng,
-        )));
-        (Sealer::with_key(&key), key)
+        let cipher = SecretBoxKey::generate();
+        let key = Zeroizing::new(*cipher.as_bytes());
+        (Sealer { cipher, next: 0 }, key)
     }
 
     /// A sealer under `key`, starting at counter 0.
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn with_key(key: &[u8; KEY_LEN]) -> Sealer {
         Sealer {
-            cipher: XSalsa20Poly1305::new(Key::from_slice(key)),
+            cipher: SecretBoxKey::from_bytes(key),
             next: 0,
         }
     }
@@ -80,8 +79,8 @@ impl Sealer {
         let (head, body) = page.split_at_mut(OVERHEAD);
         let tag = self
             .cipher
-            .encrypt_in_place_detached(&nonce(counter), b"", body)
-            .map_err(|_| "page encryption failed".to_string())?;
+            .seal_in_place(&nonce(counter), body)
+            .map_err(|e| format!("page encryption failed: {e}"))?;
         head[..8].copy_from_slice(&counter.to_be_bytes());
         head[8..].copy_from_slice(&tag);
         Ok(())
@@ -102,7 +101,7 @@ impl std::fmt::Debug for Opener {
 
 /// Opens the pages of one receiving direction, in order.
 pub(crate) struct Opener {
-    cipher: XSalsa20Poly1305,
+    cipher: SecretBoxKey,
     next: u64,
 }
 
@@ -113,7 +112,7 @@ impl Opener {
             .try_into()
             .map_err(|_| format!("a page key of {} bytes, not {KEY_LEN}", key.len()))?;
         Ok(Opener {
-            cipher: XSalsa20Poly1305::new(Key::from_slice(key)),
+            cipher: SecretBoxKey::from_bytes(key),
             next: 0,
         })
     }
@@ -138,9 +137,9 @@ impl Opener {
                 self.next
             ));
         }
-        let tag = Tag::clone_from_slice(&head[8..OVERHEAD]);
+        let tag: Mac = head[8..OVERHEAD].try_into().expect("16 bytes");
         self.cipher
-            .decrypt_in_place_detached(&nonce(counter), b"", body, &tag)
+            .open_in_place(&nonce(counter), body, &tag)
             .map_err(|_| {
                 format!("sealed fabric page {counter} failed authentication: tampered or under another key")
             })?;
@@ -287,23 +286,17 @@ mod tests {
     #[test]
     fn the_format_is_a_plain_secretbox_with_the_documented_nonce() {
         // Independent of Sealer: the layout as documented, checked with
-        // the crate directly.
+        // libsodium's combined form (MAC then ciphertext) directly.
         let key = [5u8; KEY_LEN];
         let mut sealer = Sealer::with_key(&key);
         let mut p = page(b"layout");
         sealer.seal(&mut p).unwrap();
-        let cipher = XSalsa20Poly1305::new(Key::from_slice(&key));
         let mut n = [0u8; 24];
         n[..16].copy_from_slice(b"fabriq-ofi-page\0");
-        let mut body = p[OVERHEAD..].to_vec();
-        cipher
-            .decrypt_in_place_detached(
-                Nonce::from_slice(&n),
-                b"",
-                &mut body,
-                Tag::from_slice(&p[8..OVERHEAD]),
-            )
-            .unwrap();
-        assert_eq!(body, b"layout");
+        let body = SecretBoxKey::from_bytes(&key).open(&n, &p[8..]).unwrap();
+        assert_eq!(&body[..], b"layout");
+        // And the MAC and ciphertext are what secretbox_easy makes.
+        let easy = SecretBoxKey::from_bytes(&key).seal(&n, b"layout").unwrap();
+        assert_eq!(easy, p[8..]);
     }
 }
