@@ -465,7 +465,7 @@ impl Session {
                     .monitor
                     .emit(Event::HandshakeFailedProtocol, bad.code, &self.endpoint);
                 let e = std::io::Error::new(std::io::ErrorKind::InvalidData, bad.to_string());
-                Err(End::Io(e))
+                Err(End::Reported(e))
             }
         }
     }
@@ -524,7 +524,7 @@ impl Session {
     /// Logs why the connection ended, reports a failed handshake, and
     /// sends what the engine queued last (an ERROR command).
     fn report_end(&mut self, slot: &mut Slot, end: End, now: Instant) {
-        if let End::Io(e) = &end {
+        if let End::Io(e) | End::Reported(e) = &end {
             tracing::debug!("{}: connection failed: {e}", self.endpoint);
         }
         let Some(engine) = slot.as_mut() else {
@@ -533,6 +533,7 @@ impl Session {
         let protocol = match end {
             End::Protocol(e) => Some(e),
             End::Eof => engine.end_of_input(),
+            End::Reported(_) => None,
             End::Io(e) => {
                 // As libzmq's engine: a connection error before the
                 // handshake is done is a handshake failure with its errno
@@ -649,7 +650,7 @@ fn is_fatal(end: &End) -> bool {
             e,
             ProtocolError::HeartbeatExpired(_) | ProtocolError::HandshakeTimeout
         ),
-        End::Io(e) => super::engine::raw::closed_by_application(e),
+        End::Io(e) | End::Reported(e) => super::engine::raw::closed_by_application(e),
         End::Eof => false,
     }
 }

@@ -97,6 +97,10 @@ pub(crate) enum End {
     Eof,
     Io(io::Error),
     Protocol(ProtocolError),
+    /// As `Io`, for a handshake whose failure the session has reported to
+    /// the monitor already (a malformed ZAP reply: HANDSHAKE_FAILED_PROTOCOL
+    /// with libzmq's ZAP code), so no second event follows.
+    Reported(io::Error),
 }
 
 /// Why [`Engine::read`] stopped.
