@@ -362,12 +362,7 @@ impl Node {
     /// Moves `key`'s pages that are next in order to `out`. Returns why
     /// the connection must end, if it must.
     pub(crate) fn take_in_order(&self, key: u32, out: &mut VecDeque<Bytes>) -> Option<String> {
-        let mut s = self.lock();
-        let c = s.conns.get_mut(&key)?;
-        if let Some(why) = c.failed.clone() {
-            return Some(why);
-        }
-        c.inbox.take_in_order(out)
+        self.lock().take_in_order(key, out)
     }
 
     /// Registers `bytes` for the peer to read.
@@ -442,14 +437,7 @@ impl Node {
     /// socket). Returns whether other connections than `key` have news,
     /// which the I/O thread must then hand out.
     pub(crate) fn progress(&self, key: u32) -> bool {
-        let mut s = self.lock();
-        let mut ready = std::mem::take(&mut s.pending_ready);
-        s.reap(&mut ready);
-        let mine = s.conns.get(&key).map(|c| c.token);
-        ready.retain(|t| Some(*t) != mine);
-        let others = !ready.is_empty();
-        s.pending_ready = ready;
-        others
+        self.lock().progress(key)
     }
 
     /// [`Node::progress`] and then [`Node::take_in_order`] for `key`,
@@ -462,19 +450,8 @@ impl Node {
         out: &mut VecDeque<Bytes>,
     ) -> (bool, Option<String>) {
         let mut s = self.lock();
-        let mut ready = std::mem::take(&mut s.pending_ready);
-        s.reap(&mut ready);
-        let mine = s.conns.get(&key).map(|c| c.token);
-        ready.retain(|t| Some(*t) != mine);
-        let others = !ready.is_empty();
-        s.pending_ready = ready;
-        let Some(c) = s.conns.get_mut(&key) else {
-            return (others, None);
-        };
-        if let Some(why) = c.failed.clone() {
-            return (others, Some(why));
-        }
-        (others, c.inbox.take_in_order(out))
+        let others = s.progress(key);
+        (others, s.take_in_order(key, out))
     }
 
     /// As [`Node::progress`] without reading the completion queue: takes
@@ -525,6 +502,26 @@ impl NodeState {
                 return;
             }
         }
+    }
+
+    /// See [`Node::progress`].
+    fn progress(&mut self, key: u32) -> bool {
+        let mut ready = std::mem::take(&mut self.pending_ready);
+        self.reap(&mut ready);
+        let mine = self.conns.get(&key).map(|c| c.token);
+        ready.retain(|t| Some(*t) != mine);
+        let others = !ready.is_empty();
+        self.pending_ready = ready;
+        others
+    }
+
+    /// See [`Node::take_in_order`].
+    fn take_in_order(&mut self, key: u32, out: &mut VecDeque<Bytes>) -> Option<String> {
+        let c = self.conns.get_mut(&key)?;
+        if let Some(why) = c.failed.clone() {
+            return Some(why);
+        }
+        c.inbox.take_in_order(out)
     }
 
     /// Reaps into `pending_ready` (a path that is not handing out news).
