@@ -6,14 +6,21 @@
 //! allocates nothing). `zmq_msg_close` frees it; a closed or never
 //! initialised message answers EFAULT where libzmq's check does.
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void};
 use std::mem::MaybeUninit;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use fabriq::Message;
 
-use crate::socket::held;
 use crate::util::{c_str, fail, guard, int_result};
+
+mod io;
+mod owned;
+mod record;
+
+pub use io::{zmq_msg_recv, zmq_msg_send, zmq_recvmsg, zmq_sendmsg};
+pub use owned::{zmq_msg_init_data, FreeFn};
+use record::{release, zeroed, Inner};
 
 const MSG_LIVE: u32 = 0x1BAD_F00D;
 const MSG_DEAD: u32 = 0;
@@ -53,112 +60,6 @@ pub struct ZmqMsg {
 
 const _: () = assert!(std::mem::size_of::<ZmqMsg>() == 64);
 const _: () = assert!(std::mem::align_of::<ZmqMsg>() == 8);
-
-/// What a non-empty message holds.
-struct Inner {
-    msg: Message,
-    /// C strings handed out by `zmq_msg_gets` and `zmq_msg_group`, alive
-    /// as long as the message is.
-    strings: Vec<(String, CString)>,
-}
-
-thread_local! {
-    /// Records of closed messages, reused by this thread's next ones: a
-    /// message in a send or receive loop then costs no allocation for its
-    /// record. The boxes themselves are what is reused (each is the
-    /// allocation a `zmq_msg_t` points to), hence `Vec<Box<_>>`.
-    #[allow(clippy::vec_box)]
-    static POOL: std::cell::RefCell<Vec<Box<Inner>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Data of at most this many bytes comes out of a per-thread chunk.
-const SMALL: usize = 4096;
-/// The size of those chunks.
-const CHUNK: usize = 32 * 1024;
-
-thread_local! {
-    /// The rest of this thread's current chunk (`zeroed`).
-    static ARENA: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
-}
-
-/// `size` zero bytes of a message's own (`zmq_msg_init_size`). Up to
-/// `SMALL` bytes are cut from a per-thread chunk of `CHUNK` bytes rather
-/// than allocated each: a stream of small messages then costs one
-/// allocation per chunk, not one per message, and the receiving thread
-/// frees a chunk once, when the last message cut from it goes, instead of
-/// every message's allocation one by one (a `malloc` on the sending thread
-/// and a `free` on the receiving one were 47 % of `inproc_thr`'s time at
-/// 64 B). The price: a small message kept long keeps up to 32 KiB alive,
-/// as fabriq's own copies of small slices do (`Message::from(&[u8])`).
-fn zeroed(size: usize) -> BytesMut {
-    if size == 0 || size > SMALL {
-        return BytesMut::zeroed(size);
-    }
-    ARENA
-        .try_with(|a| {
-            let mut a = a.borrow_mut();
-            if a.capacity() < size {
-                *a = BytesMut::with_capacity(CHUNK);
-            }
-            a.resize(size, 0);
-            a.split()
-        })
-        .unwrap_or_else(|_| BytesMut::zeroed(size))
-}
-
-/// How many records a thread keeps.
-const POOL_MAX: usize = 32;
-
-impl Inner {
-    fn new(msg: Message) -> Box<Inner> {
-        let reused = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten();
-        match reused {
-            Some(mut b) => {
-                b.msg = msg;
-                b
-            }
-            None => Box::new(Inner {
-                msg,
-                strings: Vec::new(),
-            }),
-        }
-    }
-
-    /// Frees a record's message (its data, its free callback) and keeps
-    /// the record for reuse.
-    fn release(mut b: Box<Inner>) {
-        b.msg = Message::new();
-        b.strings.clear();
-        let _ = POOL.try_with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < POOL_MAX {
-                p.push(b);
-            }
-        });
-    }
-
-    fn cached(&mut self, key: &str, value: &str) -> *const c_char {
-        if let Some((_, c)) = self
-            .strings
-            .iter()
-            .find(|(k, c)| k == key && c.as_bytes() == value.as_bytes())
-        {
-            return c.as_ptr();
-        }
-        let c = CString::new(value.replace('\0', "")).unwrap_or_default();
-        let p = c.as_ptr();
-        self.strings.push((key.to_string(), c));
-        p
-    }
-}
-
-/// Releases a message's record, if it has one.
-#[inline]
-fn release(b: Option<Box<Inner>>) {
-    if let Some(b) = b {
-        Inner::release(b);
-    }
-}
 
 /// A live message: EFAULT for null or closed ones.
 ///
@@ -318,84 +219,6 @@ pub unsafe extern "C" fn zmq_msg_init_buffer(
         };
         let mut m = empty();
         m.set(Some(Inner::new(Message::from(data))), 0);
-        // SAFETY: non-null, writable.
-        unsafe { msg.write(m) };
-        Ok(0)
-    })
-}
-
-/// libzmq's `zmq_free_fn`.
-pub type FreeFn = unsafe extern "C" fn(data: *mut c_void, hint: *mut c_void);
-
-/// A caller's buffer, given back through its free function when the last
-/// reference to it drops, on whichever thread that is.
-struct Owned {
-    data: *mut c_void,
-    size: usize,
-    ffn: Option<FreeFn>,
-    hint: *mut c_void,
-}
-
-// SAFETY: `zmq_msg_init_data`'s contract: the buffer stays valid and
-// unchanged until `ffn` is called, and `ffn` may be called from any
-// thread (libzmq calls it from its I/O threads too).
-unsafe impl Send for Owned {}
-
-impl AsRef<[u8]> for Owned {
-    fn as_ref(&self) -> &[u8] {
-        if self.size == 0 {
-            return &[];
-        }
-        // SAFETY: non-null `data` of `size` bytes, valid until `ffn` runs
-        // in `drop`.
-        unsafe { std::slice::from_raw_parts(self.data.cast(), self.size) }
-    }
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        if let Some(ffn) = self.ffn {
-            // SAFETY: the caller's free function with its own arguments,
-            // called once, after the last use of the buffer.
-            unsafe { ffn(self.data, self.hint) };
-        }
-    }
-}
-
-/// Initialises a message over the caller's buffer without copying;
-/// `ffn(data, hint)` is called when the library no longer needs it (null
-/// `ffn`: never).
-///
-/// # Safety
-///
-/// As `zmq_msg_init`; `data` points to `size` bytes that stay valid until
-/// `ffn` is called; `ffn` may run on any thread.
-#[no_mangle]
-pub unsafe extern "C" fn zmq_msg_init_data(
-    msg: *mut ZmqMsg,
-    data: *mut c_void,
-    size: usize,
-    ffn: Option<FreeFn>,
-    hint: *mut c_void,
-) -> c_int {
-    int_result(|| {
-        if msg.is_null() || (data.is_null() && size > 0) {
-            return Err(libc::EFAULT);
-        }
-        let owner = Owned {
-            data,
-            size,
-            ffn,
-            hint,
-        };
-        // Without a free function the data is the caller's constant:
-        // libzmq reports such a message as shared.
-        let flags = if ffn.is_none() { SHARED } else { 0 };
-        let mut m = empty();
-        m.set(
-            Some(Inner::new(Message::from(Bytes::from_owner(owner)))),
-            flags,
-        );
         // SAFETY: non-null, writable.
         unsafe { msg.write(m) };
         Ok(0)
@@ -628,131 +451,6 @@ pub unsafe extern "C" fn zmq_msg_gets(
             std::ptr::null()
         })
     })
-}
-
-/// Sends a message; on success `msg` becomes empty, on failure it is kept.
-/// Returns the number of bytes sent.
-///
-/// # Safety
-///
-/// `msg` as `zmq_msg_data`; `socket` is null or came from `zmq_socket`.
-#[no_mangle]
-pub unsafe extern "C" fn zmq_msg_send(
-    msg: *mut ZmqMsg,
-    socket: *mut c_void,
-    flags: c_int,
-) -> c_int {
-    guard(-1, || {
-        // SAFETY: forwarded contract.
-        let h = match unsafe { held(socket) } {
-            Ok(h) => h,
-            Err(e) => return fail(e),
-        };
-        // SAFETY: forwarded contract.
-        let m = match unsafe { live(msg) } {
-            Ok(m) => m,
-            Err(e) => return fail(e),
-        };
-        let len = m.len();
-        // The frame is taken out of the message only if it is sent: a
-        // failed send leaves the message intact, and nothing is copied.
-        let r = if let Some(body) = m.take_body() {
-            // Data held in the struct: sent without a record, unless the
-            // send fails and the message must keep it.
-            let mut out = Message::from(body);
-            let r = h.send(&mut out, flags);
-            if r.is_err() {
-                m.inner = Box::into_raw(Inner::new(out));
-            }
-            r
-        } else {
-            match m.get_mut() {
-                Some(i) => h.send(&mut i.msg, flags),
-                None => h.send(&mut Message::new(), flags),
-            }
-        };
-        match r {
-            Ok(()) => {
-                // As libzmq, a sent message is empty again, holding no
-                // memory: C code that copies a zmq_msg_t by value (pyzmq's
-                // monitored queue does) must not end up with two structs
-                // that point to one allocation.
-                release(m.take());
-                m.set(None, 0);
-                len.min(c_int::MAX as usize) as c_int
-            }
-            Err(e) => fail(e),
-        }
-    })
-}
-
-/// Receives a frame into `msg` (released first); returns its size.
-///
-/// # Safety
-///
-/// As `zmq_msg_send`.
-#[no_mangle]
-pub unsafe extern "C" fn zmq_msg_recv(
-    msg: *mut ZmqMsg,
-    socket: *mut c_void,
-    flags: c_int,
-) -> c_int {
-    guard(-1, || {
-        // SAFETY: forwarded contract.
-        let h = match unsafe { held(socket) } {
-            Ok(h) => h,
-            Err(e) => return fail(e),
-        };
-        // SAFETY: forwarded contract.
-        let m = match unsafe { live(msg) } {
-            Ok(m) => m,
-            Err(e) => return fail(e),
-        };
-        // Received in place, into the message's record (made if the
-        // message was empty; a failed receive leaves it empty again).
-        let had_record = !m.inner.is_null();
-        let inner = m.make();
-        match h.recv(&mut inner.msg, flags) {
-            Ok(()) => {
-                if !inner.strings.is_empty() {
-                    inner.strings.clear();
-                }
-                let len = inner.msg.len();
-                m.flags = if inner.msg.get_more() { MORE } else { 0 };
-                len.min(c_int::MAX as usize) as c_int
-            }
-            Err(e) => {
-                if !had_record {
-                    let flags = m.flags;
-                    release(m.take());
-                    m.set(None, flags);
-                }
-                fail(e)
-            }
-        }
-    })
-}
-
-/// The old name of `zmq_msg_send` (argument order differs).
-///
-/// # Safety
-///
-/// As `zmq_msg_send`.
-#[no_mangle]
-pub unsafe extern "C" fn zmq_sendmsg(socket: *mut c_void, msg: *mut ZmqMsg, flags: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { zmq_msg_send(msg, socket, flags) }
-}
-
-/// The old name of `zmq_msg_recv` (argument order differs).
-///
-/// # Safety
-///
-/// As `zmq_msg_recv`.
-#[no_mangle]
-pub unsafe extern "C" fn zmq_recvmsg(socket: *mut c_void, msg: *mut ZmqMsg, flags: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { zmq_msg_recv(msg, socket, flags) }
 }
 
 /// Sets the routing id a SERVER or PEER sends the message to (not 0).
