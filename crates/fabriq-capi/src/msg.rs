@@ -16,7 +16,7 @@ use crate::util::{c_str, fail, guard, int_result};
 
 mod io;
 mod owned;
-mod record;
+pub(crate) mod record;
 
 pub use io::{zmq_msg_recv, zmq_msg_send, zmq_recvmsg, zmq_sendmsg};
 pub use owned::{zmq_msg_init_data, FreeFn};
@@ -110,6 +110,19 @@ impl ZmqMsg {
     /// The message, if not empty.
     fn get_mut(&mut self) -> Option<&mut Inner> {
         self.promote();
+        // SAFETY: `inner` is null or came from `Box::into_raw` in `set`
+        // or `promote` and is owned by this live message; `&mut self`
+        // makes the access exclusive.
+        unsafe { self.inner.as_mut() }
+    }
+
+    /// The message's record, if it has one and holds no body (a body
+    /// stays where it is).
+    #[inline(always)]
+    fn record(&mut self) -> Option<&mut Inner> {
+        if self.flags & BODY != 0 {
+            return None;
+        }
         // SAFETY: `inner` is null or came from `Box::into_raw` in `set`
         // or `promote` and is owned by this live message; `&mut self`
         // makes the access exclusive.

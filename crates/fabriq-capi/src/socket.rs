@@ -9,15 +9,17 @@
 //! at a time; the thread-safe draft types (CLIENT, SERVER, RADIO, DISH,
 //! SCATTER, GATHER, PEER, CHANNEL) go through `fabriq::ThreadSafeSocket`.
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use fabriq::copies::INLINE_MAX;
 use fabriq::{Message, Socket, SocketType, ThreadSafeSocket};
 
 use crate::ctx::CtxState;
+use crate::msg::record::{CHUNK, SMALL};
 use crate::options::Extra;
 use crate::util::{c_str, fail, guard, int_result};
 
@@ -40,6 +42,9 @@ pub struct Held {
     pub ctx: Arc<CtxState>,
     /// Options fabriq has no field for, recorded here.
     pub extra: Mutex<Extra>,
+    /// The chunk `zmq_send` copies small frames into (a classic socket's,
+    /// used by one thread at a time; see [`Held::copy_in`]).
+    pub copy: RefCell<BytesMut>,
 }
 
 impl Held {
@@ -81,12 +86,45 @@ impl Held {
     pub fn send_slice(&self, data: &[u8], flags: c_int) -> Result<(), c_int> {
         match &self.kind {
             Kind::Plain(s) => {
+                if data.len() <= INLINE_MAX || data.len() > SMALL {
+                    // Held inline in the frame, or allocated for itself:
+                    // as `send(&[u8])`. `move`: the slice is copied into
+                    // the closure, kept in registers.
+                    return crate::wait::blocking(
+                        s,
+                        flags,
+                        Socket::get_sndtimeo,
+                        fabriq::POLLOUT,
+                        move |f| s.send(data, f),
+                    );
+                }
+                // Copied once; each try takes the frame only if it goes.
+                let mut msg = Message::from(self.copy_in(data));
                 crate::wait::blocking(s, flags, Socket::get_sndtimeo, fabriq::POLLOUT, |f| {
-                    s.send(data, f)
+                    s.send_from(&mut msg, f)
                 })
             }
-            Kind::Safe(t) => t.send(Message::from(data), flags).map_err(|e| e.to_raw()),
+            Kind::Safe(t) => send_safe(t, Message::from(data), flags),
         }
+    }
+
+    /// A copy of `data` (of more than `INLINE_MAX` and at most `SMALL`
+    /// bytes) cut from this socket's chunk of `CHUNK` bytes, as
+    /// `Message::from(&[u8])` cuts one from its thread's: a chunk is one
+    /// allocation for many frames, freed when the last of them goes. The
+    /// socket's own chunk rather than the thread's: a shared library
+    /// reaches its thread-locals through `__tls_get_addr` (11 of the
+    /// instructions `zmq_send` added over `send(&[u8])`). A small frame
+    /// kept long keeps up to 32 KiB alive, as with the thread's chunks.
+    #[inline]
+    fn copy_in(&self, data: &[u8]) -> Bytes {
+        fabriq::copies::count(fabriq::copies::Site::FromSlice, data.len());
+        let mut chunk = self.copy.borrow_mut();
+        if chunk.capacity() < data.len() {
+            *chunk = BytesMut::with_capacity(CHUNK);
+        }
+        chunk.extend_from_slice(data);
+        chunk.split().freeze()
     }
 
     /// Receives one frame into `msg`, blocking as the flags and RCVTIMEO
@@ -106,6 +144,13 @@ impl Held {
             }
         }
     }
+}
+
+/// A thread-safe socket's send, out of line (its message, built on the
+/// stack, would otherwise take room in every caller's frame).
+#[inline(never)]
+fn send_safe(t: &ThreadSafeSocket, msg: Message, flags: c_int) -> Result<(), c_int> {
+    t.send(msg, flags).map_err(|e| e.to_raw())
 }
 
 /// A socket handle, the `void *` C code holds.
@@ -227,6 +272,7 @@ unsafe fn open(context: *mut c_void, type_: c_int) -> Result<*mut c_void, c_int>
         kind,
         ctx,
         extra: Mutex::new(Extra::default()),
+        copy: RefCell::new(BytesMut::new()),
     });
     let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
     let p = match reused {

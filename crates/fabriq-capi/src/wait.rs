@@ -52,18 +52,34 @@ pub fn blocking<T>(
     want: PollEvents,
     mut op: impl FnMut(c_int) -> fabriq::Result<T>,
 ) -> Result<T, c_int> {
-    // The first try inline in the caller; the waits out of line.
+    // The first try inline in the caller; a failure (its errno, the
+    // waits) out of line, so that a success costs the caller one test.
     match op(flags | DONTWAIT) {
-        Err(fabriq::Error::EAGAIN) if flags & DONTWAIT == 0 => {
-            wait_then(s, flags, timeout, want, op)
-        }
-        r => r.map_err(|e| e.to_raw()),
+        Ok(v) => Ok(v),
+        Err(e) => failed_once(s, flags, e, timeout, want, op),
+    }
+}
+
+/// `blocking` after a first try that failed with `first`: a call that
+/// would have blocked waits; anything else fails with `first`'s errno.
+#[cold]
+#[inline(never)]
+fn failed_once<T>(
+    s: &Socket,
+    flags: c_int,
+    first: fabriq::Error,
+    timeout: impl FnOnce(&Socket) -> fabriq::Result<i32>,
+    want: PollEvents,
+    op: impl FnMut(c_int) -> fabriq::Result<T>,
+) -> Result<T, c_int> {
+    if first == fabriq::Error::EAGAIN && flags & DONTWAIT == 0 {
+        wait_then(s, flags, timeout, want, op)
+    } else {
+        Err(first.to_raw())
     }
 }
 
 /// `blocking` after a first try that would have blocked.
-#[cold]
-#[inline(never)]
 fn wait_then<T>(
     s: &Socket,
     flags: c_int,

@@ -29,6 +29,15 @@ fn poll_and_messages() {
     run_c("poll_msg");
 }
 
+/// A stream of messages at each size the C layer treats apart (inline,
+/// chunked, allocated), sent with `zmq_send` and `zmq_msg_send`, received
+/// into one message; receives that wait or time out, sends that cannot
+/// go, frames that outlive their sender; over inproc and tcp.
+#[test]
+fn message_paths() {
+    run_c("msg_paths");
+}
+
 /// The draft API: CLIENT/SERVER routing ids, RADIO/DISH groups, the
 /// poller over a thread-safe socket and a pipe, timers.
 #[test]
@@ -82,10 +91,15 @@ fn cppzmq_program_over_tcp_and_ofi_shm() {
 
 /// The message and error programs under valgrind: no invalid access and
 /// no definitely lost memory (zmq_msg_t records, free callbacks, closed
-/// handles).
+/// handles, chunks of closed sockets).
 #[test]
 fn no_leaks_or_invalid_accesses_under_valgrind() {
-    for name in ["poll_msg", "errors"] {
+    // msg_paths with 2 rounds of its stream (valgrind is slow).
+    for (name, args) in [
+        ("poll_msg", &[][..]),
+        ("errors", &[]),
+        ("msg_paths", &["2"]),
+    ] {
         let program = common::compile_c(name);
         common::run_ok(
             Command::new("valgrind")
@@ -95,7 +109,8 @@ fn no_leaks_or_invalid_accesses_under_valgrind() {
                     "--errors-for-leak-kinds=definite",
                     "--error-exitcode=9",
                 ])
-                .arg(&program),
+                .arg(&program)
+                .args(args),
             Duration::from_secs(300),
             name,
         );

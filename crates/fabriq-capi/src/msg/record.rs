@@ -25,9 +25,9 @@ thread_local! {
 }
 
 /// Data of at most this many bytes comes out of a per-thread chunk.
-const SMALL: usize = 4096;
+pub(crate) const SMALL: usize = 4096;
 /// The size of those chunks.
-const CHUNK: usize = 32 * 1024;
+pub(crate) const CHUNK: usize = 32 * 1024;
 
 thread_local! {
     /// The rest of this thread's current chunk (`zeroed`).
@@ -43,6 +43,7 @@ thread_local! {
 /// and a `free` on the receiving one were 47 % of `inproc_thr`'s time at
 /// 64 B). The price: a small message kept long keeps up to 32 KiB alive,
 /// as fabriq's own copies of small slices do (`Message::from(&[u8])`).
+#[inline]
 pub(super) fn zeroed(size: usize) -> BytesMut {
     if size == 0 || size > SMALL {
         return BytesMut::zeroed(size);
