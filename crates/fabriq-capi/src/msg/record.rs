@@ -34,6 +34,10 @@ thread_local! {
     static ARENA: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::new());
 }
 
+/// What `zeroed` copies its zero bytes from: a copy of at most `SMALL`
+/// bytes is cheaper than `BytesMut::resize`'s generic fill.
+static ZEROS: [u8; SMALL] = [0; SMALL];
+
 /// `size` zero bytes of a message's own (`zmq_msg_init_size`). Up to
 /// `SMALL` bytes are cut from a per-thread chunk of `CHUNK` bytes rather
 /// than allocated each: a stream of small messages then costs one
@@ -54,7 +58,7 @@ pub(super) fn zeroed(size: usize) -> BytesMut {
             if a.capacity() < size {
                 *a = BytesMut::with_capacity(CHUNK);
             }
-            a.resize(size, 0);
+            a.extend_from_slice(&ZEROS[..size]);
             a.split()
         })
         .unwrap_or_else(|_| BytesMut::zeroed(size))
