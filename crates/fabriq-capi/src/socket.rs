@@ -113,9 +113,11 @@ impl Held {
     /// `Message::from(&[u8])` cuts one from its thread's: a chunk is one
     /// allocation for many frames, freed when the last of them goes. The
     /// socket's own chunk rather than the thread's: a shared library
-    /// reaches its thread-locals through `__tls_get_addr` (11 of the
-    /// instructions `zmq_send` added over `send(&[u8])`). A small frame
-    /// kept long keeps up to 32 KiB alive, as with the thread's chunks.
+    /// reaches its thread-locals through `__tls_get_addr`, and a lazy
+    /// thread-local checks its state and its `RefCell` on every use (the
+    /// socket's chunk took 50 instructions a message off
+    /// `suites/msg-cost.sh`'s copy mode). A small frame kept long keeps
+    /// up to 32 KiB alive, as with the thread's chunks.
     #[inline]
     fn copy_in(&self, data: &[u8]) -> Bytes {
         fabriq::copies::count(fabriq::copies::Site::FromSlice, data.len());
