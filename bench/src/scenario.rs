@@ -262,8 +262,14 @@ pub enum FabricVariant {
 /// How long the [`FabricVariant::Busy`] variant's receives spin, in µs.
 pub const BUSY_US: i32 = 50;
 
-/// How long the [`FabricVariant::Spin`] variant spins, in µs.
-pub const SPIN_US: i32 = 200;
+/// How long the [`FabricVariant::Spin`] variant spins, in µs: long enough
+/// that a spell outlasts a peer's preemption, as fi_pingpong and the spin
+/// floor never sleep. With 200 µs, a spinner whose peer was descheduled
+/// for longer slept, and its wake-up put it on its waker's CPU when the
+/// other was busy: both spinners then shared one CPU, each spinning its
+/// whole spell before the other could answer (about 228 µs a hop instead
+/// of 2; bench/notes/fabric.md, "Stop 41").
+pub const SPIN_US: i32 = 20_000;
 
 impl FabricVariant {
     /// The suffix of the transport in a scenario key (`""` for the default).
@@ -284,7 +290,7 @@ impl FabricVariant {
                 "unbuffered: each message sent at once (set_fabric_buffered(false))"
             }
             FabricVariant::Spin => {
-                "spin: blocking calls spin 200 us before sleeping (set_spin_us(200))"
+                "spin: blocking calls spin 20 ms before sleeping (set_spin_us(20000))"
             }
             FabricVariant::Busy => {
                 "busy: receives spin 50 us before sleeping (fabriq set_spin_us(50), omq recv_spin 50 us; libzmq as usual)"
