@@ -405,9 +405,23 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
         }
     }
     // Told the key, a stranger reads it: the reads above were served.
-    match read_all(&victim, &[(addr, key)], LIMIT, &mut strangers).remove(0) {
-        Some(Ok(got)) => assert_eq!(got[..], secret[..4096]),
-        other => panic!("the right key: {other:?}"),
+    // A read rxm cancels (FI_ECANCELED: its connection to the victim went
+    // away, seen under load after the 194 strangers' connections; neither
+    // served nor refused) is tried again by a new stranger, at most three
+    // times; a refusal or silence fails at once.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match read_all(&victim, &[(addr, key)], LIMIT, &mut strangers).remove(0) {
+            Some(Ok(got)) => {
+                assert_eq!(got[..], secret[..4096]);
+                break;
+            }
+            Some(Err(e)) if e.contains("FI_ECANCELED") && tries < 3 => {
+                eprintln!("the right key's read was cancelled ({e}); again");
+            }
+            other => panic!("the right key: {other:?}"),
+        }
     }
     // The peer reads it whole and returns it.
     let src = peer.insert(&victim);
