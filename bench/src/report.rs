@@ -451,7 +451,8 @@ pub fn render(
          rates); MB/s is payload bytes (1e6).\n\
          - Latency: REQ/REP round trips after warm-up, hdrhistogram, p50 / p99 / p99.9 in us.\n\
          - CPU us/msg = user+sys seconds of all workers (getrusage, over each one's timed \
-         section) per million messages; RSS = the largest worker's peak (ru_maxrss).\n\
+         section) per million messages; RSS = the largest worker's own peak (VmHWM: its \
+         ru_maxrss would count the runner's memory too, which Linux carries across `execve`).\n\
          - Instructions per message (where `perf stat -e instructions` works): whole worker \
          processes, start-up and warm-up included, divided by the timed messages.\n\
          - Figures are medians (min-max) over repetitions; ratios are medians (min-max) of \

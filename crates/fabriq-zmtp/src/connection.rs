@@ -429,15 +429,27 @@ impl Connection {
         // rest: growing then moved all of it for its last few bytes (a
         // 300 kB frame moved 289 kB). A shorter read costs less than that
         // copy; for small frames the copy is the cheaper one.
+        //
+        // Between small frames, a buffer that cannot be reused in place is
+        // read into until less than a quarter chunk is left: the frames
+        // decoded from it are slices of it, and while any is still queued
+        // growing allocates a new chunk, leaving the room left in this one
+        // pinned, unused, by those frames. A receiver whose reads came in
+        // a few kB at a time while its messages queued held a whole 64 KiB
+        // chunk per read (libzmq's are 8 KiB).
+        let chunk = self.config.read_chunk;
         let spare = self.rx.capacity() - self.rx.len();
-        let rest_fits = self.rx.len() > self.config.read_chunk
+        let rest_fits = self.rx.len() > chunk
             && self
                 .decoder
                 .missing(&self.rx)
                 .is_some_and(|m| m > 0 && m <= spare);
-        if spare < want.min(self.config.read_chunk) && !rest_fits {
+        if spare < want.min(chunk) && !rest_fits {
             let before = self.rx.as_ptr();
-            self.rx.reserve(want);
+            let tail_will_do = want <= chunk && spare >= chunk / 4;
+            if !self.rx.try_reclaim(want) && !tail_will_do {
+                self.rx.reserve(want);
+            }
             // Growing moves what is buffered (the start of a frame) to the
             // new memory, or to the front of the old.
             if self.rx.as_ptr() != before {

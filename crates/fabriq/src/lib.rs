@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod accept_filter;
+mod chunked;
 mod context;
 mod endpoint;
 mod error;

@@ -12,13 +12,13 @@
 //! about room in batches. A busy pipe therefore costs no system
 //! calls for wake-ups, and the reader takes queued items in batches.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use crossbeam_utils::CachePadded;
 use fabriq_zmtp::Multipart;
 
+use crate::chunked::Chunked;
 use crate::message::{LateMeta, Metadata};
 use crate::signal::Signal;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, PlainGuard, PlainMutex};
@@ -186,7 +186,7 @@ impl Waker {
 /// The part both ends touch, under one lock.
 #[derive(Debug, Default)]
 struct Shared {
-    items: VecDeque<Item>,
+    items: Chunked<Item>,
     /// The reader found the queue empty and waits for a wake-up.
     reader_waiting: bool,
 }
@@ -207,7 +207,7 @@ struct Shared {
 /// queue is read one way only.
 #[derive(Debug, Default)]
 pub(crate) struct ReaderSide {
-    cache: VecDeque<Item>,
+    cache: Chunked<Item>,
     unreported: usize,
     /// The [`LateMeta`] generation last taken.
     late_seen: u64,
@@ -406,15 +406,10 @@ impl Queue {
                 self.hot.len.fetch_add(1, Ordering::SeqCst);
             } else {
                 let n = items.len();
-                if shared.items.is_empty() {
-                    // The reader keeps up: hand over the whole buffer, and
-                    // keep the queue's empty one for the next batch (both
-                    // conversions reuse the allocation).
-                    let batch = VecDeque::from(std::mem::take(items));
-                    *items = Vec::from(std::mem::replace(&mut shared.items, batch));
-                } else {
-                    shared.items.extend(items.drain(..));
-                }
+                // A reader that keeps up finds the queue empty: the batch's
+                // buffer becomes the queue's, and the writer gets the
+                // queue's emptied one for its next batch (no allocation).
+                shared.items.append_vec(items);
                 self.hot.len.fetch_add(n, Ordering::SeqCst);
             }
             std::mem::take(&mut shared.reader_waiting)
@@ -562,6 +557,13 @@ impl Queue {
         {
             self.writer.wake_for_data();
         }
+    }
+
+    /// Items of room the queue holds in memory, its reader's side
+    /// included (for tests of what a pipe keeps).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.lock_shared().items.capacity() + self.lock_reader().cache.capacity()
     }
 
     /// The writer is done; the reader sees the rest, then the end.
@@ -853,6 +855,47 @@ mod tests {
         end.close();
         assert!(end.pop().is_none(), "read past the close");
         assert!(end.reader.cache.is_empty());
+    }
+
+    /// A pipe holds memory for what it holds, within a chunk or two per
+    /// side, on the way up and on the way down: a receiver that fell
+    /// behind by 100,000 messages and caught up leaves nothing of that
+    /// backlog allocated (a `VecDeque` kept its peak, twice over: the
+    /// queue's and the reader's cache's after their swap), and a writer's
+    /// batch buffer traded for the queue's gets a chunk's worth back.
+    #[test]
+    fn a_pipe_gives_a_drained_backlog_s_memory_back() {
+        use crate::chunked::CHUNK;
+        let q = Queue::new(0, Waker::Socket(signal()), Waker::Socket(signal()));
+        let n = 100_000;
+        let mut batch = Vec::new();
+        for i in 0..n {
+            if i % 2 == 0 {
+                q.push(msg(b"x"));
+            } else {
+                batch.push(msg(b"y"));
+                if batch.len() == 64 {
+                    q.push_all(&mut batch);
+                }
+            }
+            if i == n / 2 {
+                // The reader takes the first half into its cache and reads
+                // some; the writer goes on filling the shared queue.
+                for _ in 0..1000 {
+                    assert!(q.pop().is_some());
+                }
+            }
+        }
+        q.push_all(&mut batch);
+        let held = q.len();
+        assert!(q.held() <= held + 4 * CHUNK, "{} for {held}", q.held());
+        while q.pop().is_some() {}
+        assert_eq!(q.len(), 0);
+        assert!(q.held() <= 2 * CHUNK, "{} items of room left", q.held());
+        // The batch buffer traded for the (empty) queue's comes back small.
+        let mut batch: Vec<Item> = (0..64).map(|_| msg(b"z")).collect();
+        q.push_all(&mut batch);
+        assert!(batch.is_empty() && batch.capacity() <= 2 * CHUNK);
     }
 }
 
