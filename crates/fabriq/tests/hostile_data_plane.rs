@@ -336,9 +336,9 @@ fn read_all(
 /// address, and even where the lent bytes are (the RDV's address: 0, an
 /// offset, now; a heap address before), reads with keys 0 to 64 and 32
 /// random ones while the frame is lent, and gets nothing of it. Whoever is
-/// told the key reads it (so the reads were served and refused, not
-/// ignored); once the peer returned the frame (RDVDONE), the key reads
-/// nothing more.
+/// told the key reads it (so strangers' reads are served, and the others
+/// were refused, not ignored); once the peer returned the frame
+/// (RDVDONE), the key reads nothing more.
 #[test]
 fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
     let ctx = fabriq::Context::new();
@@ -381,6 +381,18 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
     };
     assert_eq!(len, secret.len() as u64, "the frame is lent whole");
 
+    // Told the key, a stranger reads it: reads from strangers are served
+    // (so the refusals below are the keys', not a deaf endpoint's). First,
+    // on a fresh victim: after the 194 strangers below, a new stranger's
+    // read came back cancelled by rxm (FI_ECANCELED, every try) in slow
+    // (debug, loaded) runs, its connection to the victim refused or torn
+    // down there; the cause inside rxm is not established.
+    let mut strangers = Vec::new();
+    match read_all(&victim, &[(addr, key)], LIMIT, &mut strangers).remove(0) {
+        Some(Ok(got)) => assert_eq!(got[..], secret[..4096]),
+        other => panic!("the right key: {other:?}"),
+    }
+
     let mut keys: Vec<u64> = (0..=64).collect();
     keys.extend((0..32).map(|_| random_u64()));
     let mut probes: Vec<(u64, u64)> = keys.iter().map(|&k| (0, k)).collect();
@@ -391,7 +403,6 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
     // their 194 rxm connections were torn down while the next stranger's
     // read went, and twice under load that read came back cancelled
     // (FI_ECANCELED); the cause inside rxm is not established.
-    let mut strangers = Vec::new();
     let outcomes = read_all(&victim, &probes, Duration::from_secs(5), &mut strangers);
     let (mut refused, mut unanswered) = (0, 0);
     for ((a, k), outcome) in probes.iter().zip(outcomes) {
@@ -402,25 +413,6 @@ fn guessed_keys_read_nothing_of_a_frame_a_socket_lent() {
             ),
             Some(Err(_)) => refused += 1,
             None => unanswered += 1,
-        }
-    }
-    // Told the key, a stranger reads it: the reads above were served.
-    // A read rxm cancels (FI_ECANCELED: its connection to the victim went
-    // away, seen under load after the 194 strangers' connections; neither
-    // served nor refused) is tried again by a new stranger, at most three
-    // times; a refusal or silence fails at once.
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match read_all(&victim, &[(addr, key)], LIMIT, &mut strangers).remove(0) {
-            Some(Ok(got)) => {
-                assert_eq!(got[..], secret[..4096]);
-                break;
-            }
-            Some(Err(e)) if e.contains("FI_ECANCELED") && tries < 3 => {
-                eprintln!("the right key's read was cancelled ({e}); again");
-            }
-            other => panic!("the right key: {other:?}"),
         }
     }
     // The peer reads it whole and returns it.
