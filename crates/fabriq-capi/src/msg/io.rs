@@ -96,7 +96,7 @@ pub unsafe extern "C" fn zmq_msg_recv(
 ///
 /// # Safety
 ///
-/// As `zmq_msg_send`.
+/// As `zmq_msg_recv`.
 #[inline(always)]
 unsafe fn recv(msg: *mut ZmqMsg, socket: *mut c_void, flags: c_int) -> c_int {
     // SAFETY: forwarded contract.
