@@ -354,18 +354,17 @@ fn read_batch(
 /// default, and CI's) when it is higher, so that a test that opens many
 /// endpoints runs here under the limit it meets there.
 fn usual_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit read and write only the rlimit
-    // struct passed, which lives on this stack frame for both calls; on
-    // error they leave it and the process's limit unchanged.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur > 1024 {
-            limit.rlim_cur = 1024;
-            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0, "setrlimit");
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.map_or(true, |soft| soft > 1024) {
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(1024),
+                maximum: limit.maximum,
+            },
+        )
+        .expect("lower RLIMIT_NOFILE to 1024");
     }
 }
 
