@@ -8,7 +8,7 @@ mechanism (NULL, PLAIN, CURVE) and a few socket type pairs the peers
 finish their handshake and exchange some messages (single and multipart,
 empty, 300 bytes, subscriptions). Each direction's byte stream then
 becomes a seed, with the few header bytes each target's input layout
-wants (see crates/fabriq-fuzz/src/lib.rs):
+wants (see the targets' doc comments in crates/fabriq-fuzz/src/):
 
   greeting/         the first 64 bytes of each stream
   frame/            each NULL stream after its greeting (the frames)

@@ -2,7 +2,7 @@
 """Writes the hand-made seeds (files named seed-*) for the targets whose
 input is not libzmq traffic: endpoints, socket options, the CLI's lines,
 the fabric's control commands and round-trip page streams. Input layouts:
-crates/fabriq-fuzz/src/lib.rs. Run: python3 fuzz/seeds.py"""
+the targets' doc comments in crates/fabriq-fuzz/src/. Run: python3 fuzz/seeds.py"""
 
 import os
 import struct
