@@ -96,7 +96,7 @@ pub use info::{getinfo, runtime_version, Caps, EpType, Hints, Info, MrMode, Prog
 pub use mr::{Access, Desc, Lent, MemoryRegion, ReadBuffer, ReadPool};
 pub use paged::{Event, PagedConfig, PagedEndpoint, PiecesPostError, PostError, ReadPostError};
 pub use pool::{Page, PagePool};
-pub use shared::SharedCounter;
+pub use shared::{Count, SharedCounter};
 
 /// True when libfabric can be used: this build has it compiled in and
 /// the library opens at run time. The first call (or the first fabric

@@ -24,6 +24,16 @@
 //! This is the store-buffering pattern: either the sender sees the
 //! spinner, whose last reap then finds the send, or the spinner is gone and
 //! the sender rings.
+//!
+//! # Sleepers
+//!
+//! The page holds a second count ([`Count::Sleepers`]): the receiver's
+//! socket threads asleep in a receive on the node's own application bell.
+//! A sender that reads it above zero rings that bell instead of the one
+//! the I/O thread watches, so one thread wakes for a page, not two. The
+//! ordering is the same pattern: the sleeper raises the count and reaps
+//! once more before it sleeps, and lowers it and reaps once more when it
+//! wakes, whatever woke it.
 
 use std::fs::File;
 use std::io;
@@ -33,6 +43,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The size of the shared object: one page.
 const LEN: usize = 4096;
+
+/// The counts a [`SharedCounter`] holds, each a 32-bit word of its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Socket threads spinning on the node's completion queue: a sender
+    /// that reads this above zero does not ring at all.
+    Spinners = 0,
+    /// Socket threads asleep in a receive on the node's application bell:
+    /// a sender that reads this above zero rings that bell, not the I/O
+    /// thread's.
+    Sleepers = 1,
+}
 
 /// See the module documentation.
 pub struct SharedCounter {
@@ -52,7 +74,8 @@ unsafe impl Sync for SharedCounter {}
 impl std::fmt::Debug for SharedCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedCounter")
-            .field("value", &self.load())
+            .field("spinners", &self.load(Count::Spinners))
+            .field("sleepers", &self.load(Count::Sleepers))
             .field("writable", &self.writable)
             .finish()
     }
@@ -156,33 +179,36 @@ impl SharedCounter {
         self.fd.as_ref().map(|f| f.as_raw_fd())
     }
 
-    fn word(&self) -> &AtomicU32 {
-        // SAFETY: `word` points into a live shared mapping of LEN bytes,
-        // page aligned, so aligned for AtomicU32; other processes touch it
-        // only atomically too.
-        unsafe { self.word.as_ref() }
+    fn word(&self, count: Count) -> &AtomicU32 {
+        // SAFETY: `word` points at the start of a live shared mapping of
+        // LEN bytes, page aligned; every `Count` is a word index well
+        // within it (4 * index + 4 <= LEN), so the pointer stays in the
+        // mapping and aligned for AtomicU32. Other processes touch the
+        // words only atomically too.
+        unsafe { &*self.word.as_ptr().add(count as usize) }
     }
 
-    /// The current value, after a sequentially consistent fence (see the
-    /// module documentation: the caller's earlier send is ordered before
-    /// this load).
-    pub fn load(&self) -> u32 {
+    /// The current value of `count`, after a sequentially consistent
+    /// fence (see the module documentation: the caller's earlier send is
+    /// ordered before this load).
+    pub fn load(&self, count: Count) -> u32 {
         std::sync::atomic::fence(Ordering::SeqCst);
-        self.word().load(Ordering::SeqCst)
+        self.word(count).load(Ordering::SeqCst)
     }
 
-    /// Adds one. Only the owner may change the counter.
-    pub fn increment(&self) {
+    /// Adds one to `count`. Only the owner may change the counts.
+    pub fn increment(&self, count: Count) {
         if self.writable {
-            self.word().fetch_add(1, Ordering::SeqCst);
+            self.word(count).fetch_add(1, Ordering::SeqCst);
         }
     }
 
-    /// Subtracts one (never below zero). Only the owner may change it.
-    pub fn decrement(&self) {
+    /// Subtracts one from `count` (never below zero). Only the owner may
+    /// change the counts.
+    pub fn decrement(&self, count: Count) {
         if self.writable {
             let _ = self
-                .word()
+                .word(count)
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1));
         }
     }
@@ -234,18 +260,29 @@ mod tests {
     fn a_peer_sees_the_owners_count_and_cannot_change_it() {
         let owner = SharedCounter::create().expect("memfd");
         let peer = SharedCounter::open(std::process::id(), owner.fd().unwrap()).expect("open");
-        assert_eq!(peer.load(), 0);
-        owner.increment();
-        owner.increment();
-        assert_eq!(peer.load(), 2);
-        peer.decrement(); // read-only: no effect
-        assert_eq!(owner.load(), 2);
-        owner.decrement();
-        owner.decrement();
-        owner.decrement(); // never below zero
-        assert_eq!(peer.load(), 0);
+        assert_eq!(peer.load(Count::Spinners), 0);
+        owner.increment(Count::Spinners);
+        owner.increment(Count::Spinners);
+        owner.increment(Count::Sleepers);
+        assert_eq!(peer.load(Count::Spinners), 2);
+        assert_eq!(peer.load(Count::Sleepers), 1, "the counts are apart");
+        peer.decrement(Count::Spinners); // read-only: no effect
+        peer.decrement(Count::Sleepers);
+        assert_eq!(owner.load(Count::Spinners), 2);
+        assert_eq!(owner.load(Count::Sleepers), 1);
+        owner.decrement(Count::Spinners);
+        owner.decrement(Count::Spinners);
+        owner.decrement(Count::Spinners); // never below zero
+        owner.decrement(Count::Sleepers);
+        owner.decrement(Count::Sleepers);
+        assert_eq!(peer.load(Count::Spinners), 0);
+        assert_eq!(peer.load(Count::Sleepers), 0);
         drop(owner);
-        assert_eq!(peer.load(), 0, "the memory lives while mapped");
+        assert_eq!(
+            peer.load(Count::Spinners),
+            0,
+            "the memory lives while mapped"
+        );
     }
 
     /// Another process's counter, through /proc: the test binary runs
@@ -258,7 +295,7 @@ mod tests {
         if std::env::var_os("FABRIQ_OFI_OWNER").is_some() {
             let owner = SharedCounter::create().unwrap();
             for _ in 0..3 {
-                owner.increment();
+                owner.increment(Count::Spinners);
             }
             println!("counter fd {}", owner.fd().unwrap());
             let _ = std::io::Read::read(&mut std::io::stdin(), &mut [0u8; 1]);
@@ -282,7 +319,7 @@ mod tests {
             .find_map(|l| l.strip_prefix("counter fd ").map(|f| f.parse().unwrap()))
             .expect("the owner prints its descriptor");
         let peer = SharedCounter::open(child.id(), fd).expect("same user: /proc lets us");
-        assert_eq!(peer.load(), 3);
+        assert_eq!(peer.load(Count::Spinners), 3);
         drop(child.stdin.take());
         assert!(child.wait().unwrap().success());
     }
@@ -365,7 +402,7 @@ mod tests {
     fn our_counter_cannot_be_truncated_under_a_peer() {
         let owner = SharedCounter::create().unwrap();
         let peer = open_bounded(owner.fd().unwrap()).expect("our own counter opens");
-        owner.increment();
+        owner.increment(Count::Spinners);
         // Whoever holds the descriptor (the owner, or a process that opened
         // it through /proc read-write) cannot change its size.
         let file = File::from(owner.fd.as_ref().unwrap().try_clone().unwrap());
@@ -375,7 +412,11 @@ mod tests {
         let unseal =
             unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_WRITE) };
         assert_ne!(unseal, 0, "seals can still be added");
-        assert_eq!(peer.load(), 1, "the peer's mapping is intact");
+        assert_eq!(
+            peer.load(Count::Spinners),
+            1,
+            "the peer's mapping is intact"
+        );
     }
 
     fn tempfile_of(len: u64) -> File {

@@ -34,6 +34,8 @@ mod endpoint;
 mod error;
 mod flags;
 mod inproc;
+#[cfg(all(test, not(loom)))]
+mod interleave;
 mod keys;
 mod mailbox;
 mod mechanism;

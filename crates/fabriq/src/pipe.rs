@@ -103,6 +103,17 @@ pub(crate) trait PullWait: Send + Sync + std::fmt::Debug {
     fn may_sleep(&self) -> bool {
         true
     }
+
+    /// Called once after every sleep (and every decision not to sleep)
+    /// that followed a [`PullWait::may_sleep`] that said true, whatever
+    /// woke the thread: the wait stops counting the thread as asleep.
+    /// True when the wait wants a [`PullWait::take`] and
+    /// [`PullWait::settle`] even though its descriptor did not turn
+    /// readable (input may have come in that nothing announced to anyone
+    /// awake).
+    fn woke(&self) -> bool {
+        false
+    }
 }
 
 /// What [`PeerIo::flush`] did with a full pipe.

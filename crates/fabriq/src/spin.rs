@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use fabriq_ofi::SharedCounter;
+use fabriq_ofi::{Count, SharedCounter};
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl Spin {
         self.epoch.store(e + 1, Ordering::Relaxed);
         let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
         for c in counted.iter() {
-            c.decrement();
+            c.decrement(Count::Spinners);
         }
         let any = !counted.is_empty();
         counted.clear();
@@ -74,7 +74,7 @@ impl Spin {
     pub(crate) fn count(&self, counter: &Arc<SharedCounter>) {
         let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
         if !counted.iter().any(|c| Arc::ptr_eq(c, counter)) {
-            counter.increment();
+            counter.increment(Count::Spinners);
             counted.push(counter.clone());
         }
     }
@@ -83,6 +83,7 @@ impl Spin {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::interleave::{first_losing, Step};
 
     /// The hand-off between a spinning receiver and a sender, as steps.
     /// Under every interleaving (with sequentially consistent memory,
@@ -98,11 +99,11 @@ mod tests {
             reaped: bool,
             rang: bool,
         }
-        let sender: Vec<Step> = vec![
+        let sender: Vec<Step<World>> = vec![
             ("send", |w| w.page_sent = true),
             ("check", |w| w.rang |= w.count == 0),
         ];
-        let mut receiver: Vec<Step> = vec![
+        let mut receiver: Vec<Step<World>> = vec![
             ("count", |w| w.count += 1),
             ("look", |w| w.reaped |= w.page_sent),
             ("uncount", |w| w.count -= 1),
@@ -110,39 +111,10 @@ mod tests {
         if final_look {
             receiver.push(("final look", |w| w.reaped |= w.page_sent));
         }
-        type Step = (&'static str, fn(&mut World));
-        // Every merge of the two sequences: `i` sender steps and `j`
-        // receiver steps taken so far.
-        fn merges(
-            (a, b): (&[Step], &[Step]),
-            (i, j): (usize, usize),
-            world: World,
-            trace: &mut Vec<&'static str>,
-        ) -> Option<Vec<&'static str>> {
-            if i == a.len() && j == b.len() {
-                // The receiver then sleeps: only a ring wakes it.
-                return (!world.reaped && !world.rang).then(|| trace.clone());
-            }
-            let next = [(a.get(i), (i + 1, j)), (b.get(j), (i, j + 1))];
-            for (step, taken) in next {
-                let Some(&(name, apply)) = step else { continue };
-                let mut w = world;
-                apply(&mut w);
-                trace.push(name);
-                let lost = merges((a, b), taken, w, trace);
-                trace.pop();
-                if lost.is_some() {
-                    return lost;
-                }
-            }
-            None
-        }
-        merges(
-            (&sender, &receiver),
-            (0, 0),
-            World::default(),
-            &mut Vec::new(),
-        )
+        // The receiver then sleeps: only a ring wakes it.
+        first_losing(&sender, &receiver, World::default(), |w| {
+            !w.reaped && !w.rang
+        })
     }
 
     #[test]
@@ -167,9 +139,9 @@ mod tests {
         spin.count(&a);
         spin.count(&a);
         spin.count(&b);
-        assert_eq!((a.load(), b.load()), (1, 1));
+        assert_eq!((a.load(Count::Spinners), b.load(Count::Spinners)), (1, 1));
         assert!(spin.end(), "it raised counters: look once more");
-        assert_eq!((a.load(), b.load()), (0, 0));
+        assert_eq!((a.load(Count::Spinners), b.load(Count::Spinners)), (0, 0));
         spin.begin();
         assert_ne!(spin.spell(), Some(first), "a new spell");
         assert!(!spin.end(), "nothing counted");

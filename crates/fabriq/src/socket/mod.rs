@@ -376,13 +376,19 @@ impl Socket {
             return;
         }
         // Input already there that would not wake its descriptor: taken
-        // now, instead of sleeping.
-        let queued: Vec<Arc<dyn PullWait>> = waits
-            .iter()
-            .filter(|w| !w.may_sleep() && w.take())
-            .cloned()
-            .collect();
-        if !queued.is_empty() {
+        // now, instead of sleeping (and every wait that was ready to sleep
+        // is told it woke: see `PullWait::woke`).
+        let sleepy: Vec<bool> = waits.iter().map(|w| w.may_sleep()).collect();
+        if sleepy.contains(&false) {
+            let queued: Vec<Arc<dyn PullWait>> = waits
+                .iter()
+                .zip(sleepy)
+                .filter(|(w, sleepy)| {
+                    let woke = *sleepy && w.woke();
+                    (!sleepy || woke) && w.take()
+                })
+                .map(|(w, _)| w.clone())
+                .collect();
             core.rung.extend(queued);
             return;
         }
@@ -394,15 +400,22 @@ impl Socket {
         for w in waits {
             fds.push(PollFd::from_borrowed_fd(w.fd(), PollFlags::IN));
         }
-        if crate::signal::wait_fds(&mut fds, deadline) == 0 {
-            return;
-        }
-        let rung: Vec<bool> = fds[1..].iter().map(|f| !f.revents().is_empty()).collect();
+        let any = crate::signal::wait_fds(&mut fds, deadline) > 0;
+        let rung: Vec<bool> = fds[1..]
+            .iter()
+            .map(|f| any && !f.revents().is_empty())
+            .collect();
         drop(fds);
+        // Every wait is told it woke (whatever woke the thread, a timeout
+        // included), then taken if its descriptor turned readable or it
+        // asks to be.
         let taken: Vec<Arc<dyn PullWait>> = waits
             .iter()
             .zip(rung)
-            .filter(|(w, rung)| *rung && w.take())
+            .filter(|(w, rung)| {
+                let woke = w.woke();
+                (*rung || woke) && w.take()
+            })
             .map(|(w, _)| w.clone())
             .collect();
         core.rung.extend(taken);

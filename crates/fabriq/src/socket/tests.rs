@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixDatagram;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use fabriq_zmtp::{Part, SocketType as ZmtpType};
@@ -28,6 +28,11 @@ struct Bell {
     /// Input is queued that does not make the descriptor readable (as
     /// completions already in a queue whose `fi_trywait` fails).
     queued: AtomicBool,
+    /// `may_sleep`s that said true, less `woke`s: the thread as counted
+    /// asleep (a fabric node's count of sleepers).
+    asleep: AtomicIsize,
+    /// `woke`s.
+    woken: AtomicUsize,
 }
 
 impl Bell {
@@ -40,6 +45,8 @@ impl Bell {
             settled: AtomicUsize::new(0),
             handed_back: AtomicUsize::new(0),
             queued: AtomicBool::new(false),
+            asleep: AtomicIsize::new(0),
+            woken: AtomicUsize::new(0),
         }
     }
 }
@@ -64,7 +71,17 @@ impl PullWait for Bell {
     }
 
     fn may_sleep(&self) -> bool {
-        !self.queued.load(Ordering::Acquire)
+        let may = !self.queued.load(Ordering::Acquire);
+        if may {
+            self.asleep.fetch_add(1, Ordering::AcqRel);
+        }
+        may
+    }
+
+    fn woke(&self) -> bool {
+        self.asleep.fetch_sub(1, Ordering::AcqRel);
+        self.woken.fetch_add(1, Ordering::AcqRel);
+        false
     }
 
     fn settle(&self) {
@@ -188,6 +205,50 @@ fn a_pull_wait_that_may_not_sleep_is_taken_at_once() {
     assert_eq!(bell.taken.load(Ordering::Acquire), 1);
     assert_eq!(bell.settled.load(Ordering::Acquire), 1);
     assert_eq!(bell.handed_back.load(Ordering::Acquire), 0);
+}
+
+/// Every pull wait that said it may sleep is told it woke, once, on every
+/// way out of the sleep: a ring, a timeout, and the decision not to sleep
+/// because another connection's input was queued (a fabric node counts
+/// its sleepers, and peers ring the sleepers' bell while the count is up:
+/// a wait left counted would have its pages rung to a bell nobody
+/// watches).
+#[test]
+fn every_wait_that_may_sleep_is_told_it_woke() {
+    let socket = Socket::new(Context::new(), ZmtpType::Pull).unwrap();
+    let mut bells = Vec::new();
+    let mut ringers = Vec::new();
+    for _ in 0..2 {
+        let (ringer, bell) = UnixDatagram::pair().unwrap();
+        let bell = Arc::new(Bell::new(bell));
+        let behind = Behind {
+            bell: bell.clone(),
+            busy: AtomicBool::new(false),
+        };
+        attach(&socket, Arc::new(behind));
+        bells.push(bell);
+        ringers.push(ringer);
+    }
+    let asleep = |b: &Bell| b.asleep.load(Ordering::Acquire);
+    let woken = |b: &Bell| b.woken.load(Ordering::Acquire);
+    // The second's input is queued: taken at once, the first told it woke.
+    socket.set_rcvtimeo(5_000).unwrap();
+    bells[1].queued.store(true, Ordering::Release);
+    assert_eq!(socket.recv_bytes(0).unwrap(), b"pulled");
+    assert_eq!((asleep(&bells[0]), woken(&bells[0])), (0, 1));
+    assert_eq!((asleep(&bells[1]), woken(&bells[1])), (0, 0));
+    // Both sleep until the timeout: both told.
+    socket.set_rcvtimeo(50).unwrap();
+    assert_eq!(socket.recv_bytes(0).unwrap_err(), crate::Error::EAGAIN);
+    assert!(woken(&bells[0]) >= 2 && woken(&bells[1]) >= 1);
+    assert_eq!((asleep(&bells[0]), asleep(&bells[1])), (0, 0));
+    // The first rings: both told, the first pulled.
+    socket.set_rcvtimeo(5_000).unwrap();
+    let before = woken(&bells[1]);
+    ringers[0].send(b"!").unwrap();
+    assert_eq!(socket.recv_bytes(0).unwrap(), b"pulled");
+    assert!(woken(&bells[1]) > before);
+    assert_eq!((asleep(&bells[0]), asleep(&bells[1])), (0, 0));
 }
 
 /// A ring the receive took but could not pull (the engine was busy) is

@@ -99,6 +99,9 @@ pub(crate) struct FabricEngine {
     /// The peer's doorbell, if it wants one rung (empty: over the
     /// control connection).
     peer_doorbell: Option<String>,
+    /// The peer's application bell (named after its doorbell), rung
+    /// instead while the peer counts sleepers.
+    peer_app_bell: Option<String>,
     /// Pages sent since the last ring of the peer's doorbell.
     unrung: bool,
     /// Both nodes do RMA (and the connection does not encrypt): frames
@@ -418,15 +421,27 @@ impl FabricEngine {
 
     /// Rings the peer's doorbell if it has one and we sent it something
     /// since the last ring: one ring for the pages of a turn; the peer has
-    /// no wait descriptor to be woken by them.
+    /// no wait descriptor to be woken by them. While a socket of the peer
+    /// sleeps in a receive on its node's application bell (its count of
+    /// sleepers is above zero), that bell is rung instead, and only that
+    /// thread wakes (see `node::wait::BellWait`).
     fn ring(&mut self) {
-        if self.unrung && self.peer_spinners.as_ref().is_some_and(|c| c.load() > 0) {
+        if !self.unrung {
+            return;
+        }
+        let ring = wake::ring_for(self.peer_spinners.as_ref());
+        if ring == wake::Ring::Skip {
             // A socket of the peer spins on its node and reaps our pages.
             self.unrung = false;
             return;
         }
-        if let Some(name) = self.peer_doorbell.as_deref().filter(|_| self.unrung) {
-            if (!name.is_empty() && self.node.ring(name))
+        if let Some(name) = self.peer_doorbell.as_deref() {
+            let app = self
+                .peer_app_bell
+                .as_deref()
+                .filter(|_| ring == wake::Ring::AppBell);
+            if app.is_some_and(|app| self.node.ring(app))
+                || (!name.is_empty() && self.node.ring(name))
                 || self.control.send_command(RING, Bytes::new()).is_ok()
             {
                 self.unrung = false;
@@ -681,11 +696,15 @@ impl Engine for FabricEngine {
         }
     }
 
-    /// A blocked receive sleeps on the node's doorbell (shm: no CQ wait
+    /// A blocked receive sleeps on a bell of the node (shm: no CQ wait
     /// descriptor; peers ring it after they sent pages) or, for REQ and
     /// REP, on the CQ's wait descriptor (tcp), and reads the completions
-    /// itself when woken: one wake-up per hop. The I/O thread watches the
-    /// same descriptor. On tcp, reading the queue costs system calls
+    /// itself when woken. On shm, REQ and REP sleep on the node's
+    /// application bell, counted as sleepers, and peers ring that bell
+    /// instead of the doorbell: one wake-up per hop (the I/O thread woken
+    /// as well cost a third of the round trip: docs/performance.md,
+    /// Fabric); other sockets sleep on the doorbell with the I/O thread.
+    /// On tcp, the I/O thread watches the same descriptor; reading it costs system calls
     /// (`epoll_wait`, `recv`), and a stream's receiver that woke with the
     /// I/O thread for every page doubled them: unbuffered 64 B PUSH/PULL
     /// over ofi+tcp ran at 0.65x, its receiver making 1.41 system calls a
@@ -698,7 +717,7 @@ impl Engine for FabricEngine {
         if self.node.cq_waitable && !self.alternates {
             return None;
         }
-        self.node.pull_wait()
+        self.node.pull_wait(self.alternates)
     }
 
     fn can_flush(&self) -> bool {

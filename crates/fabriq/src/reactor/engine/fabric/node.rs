@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use fabriq_ofi::{FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
+use fabriq_ofi::{Count, FiAddr, Page, PagePool, PagedConfig, PagedEndpoint, SharedCounter};
 use mio::Token;
 
 use super::conn::Limits;
@@ -134,6 +134,11 @@ pub(crate) struct Node {
     /// in the abstract namespace that peers on this host ring after they
     /// sent us pages, and its name for READY.
     pub(crate) doorbell: Option<Arc<Doorbell>>,
+    /// With a doorbell and a count of sleepers: the bell our sockets'
+    /// threads sleep on in a receive ([`BellWait`]), which only they
+    /// watch; peers ring it instead of the doorbell while they read
+    /// sleepers in [`Node::spinners`] (`Count::Sleepers`).
+    pub(crate) app_bell: Option<Arc<Doorbell>>,
     /// With CQ wait descriptors: a doorbell of our own, not announced to
     /// peers, that a socket's thread rings to hand the I/O thread news it
     /// reaped and did not pull ([`CqWait`]).
@@ -142,7 +147,8 @@ pub(crate) struct Node {
     /// thread blocked in a receive to sleep on ([`CqWait`]).
     cq_fd: Option<std::os::fd::OwnedFd>,
     /// With a doorbell: how many of our sockets spin on this node now
-    /// (peers read it and skip the ring while it is above zero).
+    /// (peers read it and skip the ring while it is above zero), and how
+    /// many sleep on [`Node::app_bell`] (peers ring that bell instead).
     pub(crate) spinners: Option<Arc<SharedCounter>>,
     /// Rings peers' doorbells.
     ringer: Ringer,
@@ -286,16 +292,22 @@ mod tests {
         assert_ne!(lent.rma_addr(), 0, "shm lends by virtual address");
     }
 
-    /// The three orders of a ring between the socket's thread (a blocked
-    /// receive sleeping on the doorbell, [`BellWait`]) and the I/O thread
-    /// (`take_ready`), for a page of one connection: the I/O thread drains
-    /// first (the socket's thread takes nothing); the socket's thread takes
-    /// the ring and its pull takes the news (no ring is handed on: one
-    /// wake-up); it takes the ring and its pull finds the engine busy (the
-    /// news is handed back: our own doorbell rings and `take_ready` hands
-    /// out the connection).
+    /// A socket's thread blocked in a receive sleeps on the node's
+    /// application bell ([`BellWait`]), counted as a sleeper; a peer that
+    /// reads the count rings that bell, not the doorbell, so the I/O thread
+    /// sleeps on. Four orders, with real nodes over shm and the count seen
+    /// through a peer's read-only mapping:
+    /// - asleep when the page comes, and its pull takes it: nothing is
+    ///   handed to the I/O thread (one wake-up);
+    /// - asleep, and its pull finds the engine busy: the news is handed
+    ///   back (our doorbell rings and `take_ready` hands it out);
+    /// - woken by something else after the peer read the count and before
+    ///   the ring: the look after waking reaps the page, although its ring
+    ///   went to a bell nobody watches any more;
+    /// - the count fell before the peer read it: the peer rings the
+    ///   doorbell and the I/O thread takes the page.
     #[test]
-    fn a_ring_taken_by_the_sockets_thread_is_handed_back_unless_pulled() {
+    fn a_sleeping_receive_is_rung_on_its_own_bell_and_loses_no_page() {
         let fabric = FabricOptions::default();
         let receiver = Arc::new(Node::open(Some("shm"), None, &fabric).expect("shm"));
         let sender = Node::open(Some("shm"), None, &fabric).expect("shm");
@@ -304,25 +316,34 @@ mod tests {
         receiver.grant(key, 8);
         let (skey, _) = sender.add(Token(1), false).unwrap();
         let dest = sender.authenticate(skey, &receiver.name).unwrap();
-        let wait = receiver.pull_wait().expect("shm has a doorbell");
-        let bell = receiver.doorbell.clone().unwrap();
+        let doorbell = receiver.doorbell.clone().unwrap();
+        let app = receiver.app_bell.clone().expect("an application bell");
+        let at = wake::spinners_at(receiver.spinners.as_ref().unwrap()).unwrap();
+        let counts = wake::open_spinners(&at).expect("a peer maps the counts");
+        let wait = receiver.pull_wait(true).expect("shm has a doorbell");
+        assert_eq!(wait.fd().as_raw_fd(), app.fd().as_raw_fd());
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        let readable = |fd: BorrowedFd<'_>| {
+        let readable = |fd: BorrowedFd<'_>, wait_s: i64| {
             let mut fds = [rustix::event::PollFd::new(
                 &fd,
                 rustix::event::PollFlags::IN,
             )];
-            let ten_s = rustix::event::Timespec {
-                tv_sec: 10,
+            let limit = rustix::event::Timespec {
+                tv_sec: wait_s,
                 tv_nsec: 0,
             };
-            rustix::event::poll(&mut fds, Some(&ten_s)).unwrap() == 1
+            rustix::event::poll(&mut fds, Some(&limit)).unwrap() == 1
         };
         let mut taken = VecDeque::new();
-        for (seq, order) in ["io thread first", "pulled", "engine busy"]
-            .into_iter()
-            .enumerate()
-        {
+        let orders = ["pulled", "engine busy", "woken otherwise", "count fell"];
+        for (seq, order) in orders.into_iter().enumerate() {
+            assert!(wait.may_sleep(), "{order}: nothing queued, it sleeps");
+            assert_eq!(counts.load(Count::Sleepers), 1, "{order}: counted");
+            if order == "count fell" {
+                assert!(wait.woke(), "{order}");
+                assert!(wait.take(), "{order}");
+                wait.settle();
+            }
             let mut page = sender.page(skey).unwrap();
             page.fill(&[0, 1, b'x']).unwrap();
             while let Err((back, _)) = sender.send(skey, page, None, dest, token + seq as u64) {
@@ -335,44 +356,102 @@ mod tests {
                 receiver.progress(key);
                 page = back;
             }
-            assert!(sender.ring(&bell.name), "{order}");
-            assert!(readable(wait.fd()), "{order}: the ring never came");
+            let ring = wake::ring_for(Some(&counts));
             let mut out = Vec::new();
-            if order == "io thread first" {
-                receiver.take_ready(&mut out);
-                assert!(!wait.take(), "{order}: the I/O thread drained it");
-            } else {
-                assert!(wait.take(), "{order}");
-            }
-            // (The page may need more than one look at the queue.)
-            while !out.contains(&Token(7)) && !receiver.lock().pending_ready.contains(&Token(7)) {
-                assert!(std::time::Instant::now() < until, "{order}: no news");
-                if order == "io thread first" {
+            if order == "count fell" {
+                assert_eq!(ring, wake::Ring::Doorbell, "{order}");
+                assert!(sender.ring(&doorbell.name), "{order}");
+                assert!(readable(doorbell.fd(), 10), "{order}: the I/O thread wakes");
+                while !out.contains(&Token(7)) {
+                    assert!(std::time::Instant::now() < until, "{order}: no news");
                     receiver.take_ready(&mut out);
-                } else {
-                    // What `take` did, again (not handing out).
+                }
+            } else {
+                assert_eq!(ring, wake::Ring::AppBell, "{order}");
+                assert!(sender.ring(&app.name), "{order}");
+                if order != "woken otherwise" {
+                    assert!(readable(wait.fd(), 10), "{order}: the ring never came");
+                }
+                assert!(
+                    !readable(doorbell.fd(), 0),
+                    "{order}: the I/O thread sleeps on"
+                );
+                assert!(wait.woke(), "{order}: a look after any wake-up");
+                assert_eq!(counts.load(Count::Sleepers), 0, "{order}: uncounted");
+                assert!(wait.take(), "{order}");
+                // (The page may need more than one look at the queue.)
+                while !receiver.lock().pending_ready.contains(&Token(7)) {
+                    assert!(std::time::Instant::now() < until, "{order}: no news");
                     receiver.lock().reap_pending();
                 }
-            }
-            if order == "pulled" {
-                // The receive's pull takes its own news.
-                assert!(!receiver.progress(key), "{order}: nobody else's news");
-            }
-            if order != "io thread first" {
+                if order != "engine busy" {
+                    // The receive's pull takes its own news.
+                    assert!(!receiver.claim_pending(key), "{order}: nobody else's");
+                }
                 wait.settle();
-            }
-            let handed_back = bell.drain();
-            assert_eq!(handed_back, order == "engine busy", "{order}");
-            if handed_back {
-                receiver.take_ready(&mut out);
-                assert!(
-                    out.contains(&Token(7)),
-                    "{order}: the I/O thread hands it out"
-                );
+                let handed_back = doorbell.drain();
+                assert_eq!(handed_back, order == "engine busy", "{order}");
+                if handed_back {
+                    receiver.take_ready(&mut out);
+                    assert!(
+                        out.contains(&Token(7)),
+                        "{order}: the I/O thread hands it out"
+                    );
+                }
             }
             assert_eq!(receiver.take_in_order(key, &mut taken), None, "{order}");
             assert_eq!(taken.len(), seq + 1, "{order}: the page was taken");
         }
+    }
+
+    /// The sleeper's protocol as steps (see [`crate::interleave`]): the
+    /// peer sends, then reads the count and rings the application bell if
+    /// it is up, else the doorbell; the socket's thread counts itself,
+    /// looks, sleeps, uncounts when anything wakes it, and looks once
+    /// more. Under every interleaving the page is reaped by a look or the
+    /// I/O thread is rung; without the look after waking, a page whose
+    /// ring went to the application bell as the thread woke for another
+    /// reason is stranded (until the I/O thread's next poll on shm).
+    #[test]
+    fn the_sleeper_protocol_loses_no_page() {
+        use crate::interleave::{first_losing, Step};
+        #[derive(Clone, Copy, Default)]
+        struct World {
+            sleepers: u32,
+            page_sent: bool,
+            reaped: bool,
+            doorbell: bool,
+        }
+        let losing = |look_after_waking: bool| {
+            let peer: Vec<Step<World>> = vec![
+                ("send", |w| w.page_sent = true),
+                // Rings the application bell while counted: no use once
+                // the thread stopped watching it.
+                ("read the count, ring", |w| w.doorbell |= w.sleepers == 0),
+            ];
+            let mut sleeper: Vec<Step<World>> = vec![
+                ("count", |w| w.sleepers += 1),
+                ("look", |w| w.reaped |= w.page_sent),
+                ("woken, uncount", |w| w.sleepers -= 1),
+            ];
+            if look_after_waking {
+                sleeper.push(("look after waking", |w| w.reaped |= w.page_sent));
+            }
+            first_losing(&peer, &sleeper, World::default(), |w| {
+                !w.reaped && !w.doorbell
+            })
+        };
+        assert_eq!(losing(true), None);
+        assert_eq!(
+            losing(false).expect("the look after waking is needed"),
+            [
+                "count",
+                "look",
+                "send",
+                "read the count, ring",
+                "woken, uncount"
+            ]
+        );
     }
 
     /// A connection that found the pool empty is readied when a page

@@ -130,6 +130,7 @@ impl FabricEngine {
             counted_spell: 0,
             peer_spinners: None,
             peer_doorbell: None,
+            peer_app_bell: None,
             unrung: false,
             rendezvous: false,
             page_key,
@@ -183,6 +184,11 @@ impl FabricEngine {
             _ => None,
         };
         self.peer_doorbell = peer.doorbell.clone();
+        self.peer_app_bell = peer
+            .doorbell
+            .as_deref()
+            .filter(|name| !name.is_empty())
+            .map(wake::app_bell_name);
         // Sealed pages only: a lent frame would be read in clear.
         self.rendezvous = self.node.rma && peer.read_max.is_some() && !encrypt;
         if let Some(key) = self.page_key.take() {

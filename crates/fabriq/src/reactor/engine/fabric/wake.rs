@@ -15,7 +15,7 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::OnceLock;
 
-use fabriq_ofi::SharedCounter;
+use fabriq_ofi::{Count, SharedCounter};
 
 /// Whether a provider's CQ wait descriptors are woken by arriving data.
 /// psm2's are not: it makes no progress while the application sleeps in
@@ -68,6 +68,46 @@ pub(crate) fn open_spinners(at: &str) -> Option<SharedCounter> {
         .ok()
 }
 
+/// What a sender does after sending pages to a peer on this host that
+/// has a doorbell, by the peer's counts ([`ring_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ring {
+    /// A socket of the peer spins on its node and reaps the pages: no
+    /// ring.
+    Skip,
+    /// A socket's thread of the peer sleeps in a receive on its node's
+    /// application bell: ring that, and the I/O thread sleeps on.
+    AppBell,
+    /// Ring the doorbell, which the peer's I/O thread watches.
+    Doorbell,
+}
+
+/// The ring a peer whose counts are `counts` (mapped from its READY; None
+/// when it has none or we cannot map them) needs after we sent it pages.
+/// Each count is loaded after a sequentially consistent fence, so the
+/// sends made before are ordered before the loads (the sender's half of
+/// the pattern in `fabriq_ofi::shared`).
+pub(crate) fn ring_for(counts: Option<&SharedCounter>) -> Ring {
+    let Some(counts) = counts else {
+        return Ring::Doorbell;
+    };
+    if counts.load(Count::Spinners) > 0 {
+        Ring::Skip
+    } else if counts.load(Count::Sleepers) > 0 {
+        Ring::AppBell
+    } else {
+        Ring::Doorbell
+    }
+}
+
+/// The name of the application bell of the node whose doorbell is named
+/// `doorbell` (see [`Doorbell::open_app`]). Peers derive it from the
+/// doorbell's name in READY: no field of its own on the wire, and a peer
+/// that does not know it rings the doorbell as before.
+pub(crate) fn app_bell_name(doorbell: &str) -> String {
+    format!("{doorbell}.app")
+}
+
 /// A node's doorbell: a nonblocking datagram socket bound to a random
 /// abstract name. The I/O thread watches it, and so does a socket's
 /// thread blocked in a receive ([`PullWait`]).
@@ -81,7 +121,20 @@ pub(crate) struct Doorbell {
 impl Doorbell {
     /// Binds a new doorbell to a random name.
     pub(crate) fn open() -> io::Result<Doorbell> {
-        let name = format!("fabriq-ofi-{}", random_name()?);
+        Doorbell::bind(format!("fabriq-ofi-{}", random_name()?))
+    }
+
+    /// Binds the application bell of the node whose doorbell is
+    /// `doorbell`, at [`app_bell_name`] of its name: the bell a socket's
+    /// thread asleep in a receive watches, which peers ring instead of
+    /// the doorbell while the node counts such sleepers
+    /// (`fabriq_ofi::Count::Sleepers`), so a page wakes that thread and
+    /// not the I/O thread as well.
+    pub(crate) fn open_app(doorbell: &Doorbell) -> io::Result<Doorbell> {
+        Doorbell::bind(app_bell_name(&doorbell.name))
+    }
+
+    fn bind(name: String) -> io::Result<Doorbell> {
         let socket = UnixDatagram::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
         socket.set_nonblocking(true)?;
         Ok(Doorbell { socket, name })

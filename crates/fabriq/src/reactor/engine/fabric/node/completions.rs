@@ -97,23 +97,28 @@ impl NodeState {
     }
 
     /// Reaps into `pending_ready` (a path that is not handing out news).
-    pub(super) fn reap_pending(&mut self) {
+    /// True when the queue held any completion.
+    pub(super) fn reap_pending(&mut self) -> bool {
         let mut ready = std::mem::take(&mut self.pending_ready);
-        self.reap(&mut ready);
+        let filed = self.reap(&mut ready);
         self.pending_ready = ready;
+        filed > 0
     }
 
     /// Reads the completion queue (which also drives progress on
     /// manual-progress providers) and files each completion under its
-    /// connection; the connections with news go to `ready`.
-    pub(super) fn reap(&mut self, ready: &mut Vec<Token>) {
+    /// connection; the connections with news go to `ready`. Returns how
+    /// many completions were filed.
+    pub(super) fn reap(&mut self, ready: &mut Vec<Token>) -> usize {
         let mut events = std::mem::take(&mut self.events);
+        let mut filed = 0;
         loop {
             events.clear();
             let polled = self.ep.poll(&mut events, 256);
             // Every completion read is in `events`, an error or not: file
             // them all (a send's page, a read's buffer) before stopping.
             let any = !events.is_empty();
+            filed += events.len();
             for event in events.drain(..) {
                 self.file(event, ready);
             }
@@ -136,6 +141,7 @@ impl NodeState {
         }
         self.events = events;
         self.post_receives();
+        filed
     }
 
     /// Offers a received page to the connections: those of its source

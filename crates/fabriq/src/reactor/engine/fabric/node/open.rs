@@ -89,6 +89,16 @@ impl Node {
                     None
                 }
             });
+        let app_bell = match (&doorbell, &spinners) {
+            (Some(bell), Some(_)) => match wake::Doorbell::open_app(bell) {
+                Ok(app) => Some(Arc::new(app)),
+                Err(e) => {
+                    tracing::debug!("no application bell ({e}): receives sleep on the doorbell");
+                    None
+                }
+            },
+            _ => None,
+        };
         let mut state = NodeState {
             ep,
             reads: 0,
@@ -118,6 +128,7 @@ impl Node {
             fds,
             cq_waitable,
             doorbell,
+            app_bell,
             nudge,
             cq_fd,
             spinners,
