@@ -50,6 +50,13 @@ pub(crate) const WINDOW: u32 = 64;
 const POLL_EVERY: Duration = Duration::from_millis(1);
 /// Free rendezvous buffers a node keeps for reuse, in bytes.
 const READ_POOL_BYTES: usize = 64 << 20;
+/// Completions one completion-queue read asks for.
+const CQ_BATCH: usize = 256;
+/// Completions one reap files at most, under the node's lock: a thread
+/// that wants the lock (a socket's, sending or receiving) waits for at
+/// most this many, never for a flood to end. Two reads of [`CQ_BATCH`];
+/// a node keeps at most [`POSTED`] receives posted.
+const REAP_MAX: usize = 2 * CQ_BATCH;
 
 impl PageBuf for Page {
     fn filled_mut(&mut self) -> &mut [u8] {
@@ -93,8 +100,6 @@ struct NodeState {
     /// Rendezvous reads posted and not completed.
     reads: usize,
     domain: fabriq_ofi::Domain,
-    /// Buffers rendezvous reads land in, reused.
-    reads_pool: fabriq_ofi::ReadPool,
     /// Receives to keep posted.
     posted: usize,
     pool: PagePool,
@@ -109,6 +114,8 @@ struct NodeState {
     pending_ready: Vec<Token>,
     /// Pages no connection claimed (forged, or for a connection gone).
     unclaimed: u64,
+    /// The last reap stopped at [`REAP_MAX`]: the queue may hold more.
+    more: bool,
     /// Connections that found no page ([`Node::page`]): readied when a
     /// sent page returns to the pool (once: one that finds none again is
     /// listed again). (Without this a PUB's connection that found no page
@@ -150,6 +157,10 @@ pub(crate) struct Node {
     /// (peers read it and skip the ring while it is above zero), and how
     /// many sleep on [`Node::app_bell`] (peers ring that bell instead).
     pub(crate) spinners: Option<Arc<SharedCounter>>,
+    /// Buffers rendezvous reads land in, reused. Outside the lock: a
+    /// buffer is mapped and registered (pinned, on hardware providers)
+    /// before the node is locked to post the read.
+    reads_pool: fabriq_ofi::ReadPool,
     /// Rings peers' doorbells.
     ringer: Ringer,
     pub(crate) name: Vec<u8>,
@@ -258,6 +269,75 @@ mod tests {
         let mut out = VecDeque::new();
         assert_eq!(node.take_in_order(key, &mut out), None);
         assert!(out.is_empty());
+    }
+
+    /// A reap files a bounded number of completions under the node's lock
+    /// (a thread waiting for the lock waits for that many, never for a
+    /// flood to end) and, when it stops at its limit, the I/O thread is
+    /// told not to sleep until it has read the rest.
+    #[test]
+    fn a_reap_stops_at_its_limit_and_the_loop_comes_back_for_the_rest() {
+        const PAGES: u64 = 24;
+        let node = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let (key, _) = node.add(Token(1), false).unwrap();
+        let sender = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let dest = sender.lock().ep.insert_peer(&node.name).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        // The first page waits for shm to map the peer (our progress).
+        let mut page = sender.page(0).unwrap();
+        page.fill(&[0, 1, b'x']).unwrap();
+        while let Err((back, _)) = sender.send(0, page, None, dest, 0) {
+            assert!(
+                std::time::Instant::now() < until,
+                "the first send never went"
+            );
+            node.progress(key);
+            page = back;
+        }
+        while node.unclaimed() < 1 {
+            assert!(
+                std::time::Instant::now() < until,
+                "the first page never came"
+            );
+            node.progress(key);
+        }
+        // Then a burst, nobody's pages (dropped and counted), none read yet.
+        for _ in 1..PAGES {
+            let mut page = sender.page(0).unwrap();
+            page.fill(&[0, 1, b'x']).unwrap();
+            while let Err((back, _)) = sender.send(0, page, None, dest, 0) {
+                assert!(std::time::Instant::now() < until, "a send never went");
+                sender.progress(0);
+                page = back;
+            }
+        }
+        let mut ready = Vec::new();
+        loop {
+            assert!(
+                std::time::Instant::now() < until,
+                "no reap reached its limit"
+            );
+            let filed = node.lock().reap_at_most(&mut ready, 4);
+            assert!(
+                filed <= 4,
+                "a reap filed {filed} completions, past its limit"
+            );
+            if filed == 4 {
+                break;
+            }
+            assert!(!node.lock().more, "a reap that stopped short says so");
+        }
+        assert!(node.lock().more);
+        assert_eq!(node.poll_interval(), Some(Duration::ZERO), "no sleep yet");
+        assert!(!node.may_sleep());
+        assert!(node.lock().has_news(), "a socket's thread hands it back");
+        while node.unclaimed() < PAGES {
+            assert!(std::time::Instant::now() < until, "the rest never came");
+            node.take_ready(&mut ready);
+        }
+        node.take_ready(&mut ready);
+        assert!(!node.lock().more, "the queue read to the end");
+        assert_ne!(node.poll_interval(), Some(Duration::ZERO));
     }
 
     /// On shm a rendezvous read is done when `read` takes it: the reader

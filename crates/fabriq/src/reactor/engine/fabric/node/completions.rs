@@ -49,11 +49,11 @@ impl Node {
     pub(crate) fn claim_pending(&self, key: u32) -> bool {
         let mut s = self.lock();
         if s.pending_ready.is_empty() {
-            return false;
+            return s.more;
         }
         let mine = s.conns.get(&key).map(|c| c.token);
         s.pending_ready.retain(|t| Some(*t) != mine);
-        !s.pending_ready.is_empty()
+        s.has_news()
     }
 }
 
@@ -82,9 +82,15 @@ impl NodeState {
         self.reap(&mut ready);
         let mine = self.conns.get(&key).map(|c| c.token);
         ready.retain(|t| Some(*t) != mine);
-        let others = !ready.is_empty();
         self.pending_ready = ready;
-        others
+        self.has_news()
+    }
+
+    /// News for the I/O thread: connections readied and not handed out,
+    /// or completions left in the queue by a reap that stopped at
+    /// [`REAP_MAX`].
+    pub(super) fn has_news(&self) -> bool {
+        !self.pending_ready.is_empty() || self.more
     }
 
     /// See [`Node::take_in_order`].
@@ -108,13 +114,27 @@ impl NodeState {
     /// Reads the completion queue (which also drives progress on
     /// manual-progress providers) and files each completion under its
     /// connection; the connections with news go to `ready`. Returns how
-    /// many completions were filed.
+    /// many completions were filed: at most [`REAP_MAX`], so the node's
+    /// lock is never held for longer than that many completions however
+    /// fast pages keep coming (a flood, a stranger's included); when it
+    /// stops there, `more` says the queue may hold the rest, and the I/O
+    /// thread does not sleep until it has read them.
     pub(super) fn reap(&mut self, ready: &mut Vec<Token>) -> usize {
+        self.reap_at_most(ready, REAP_MAX)
+    }
+
+    /// [`NodeState::reap`] with a limit of `max` completions.
+    pub(super) fn reap_at_most(&mut self, ready: &mut Vec<Token>, max: usize) -> usize {
         let mut events = std::mem::take(&mut self.events);
         let mut filed = 0;
+        self.more = false;
         loop {
+            let Some(room) = max.checked_sub(filed).filter(|r| *r > 0) else {
+                self.more = true;
+                break;
+            };
             events.clear();
-            let polled = self.ep.poll(&mut events, 256);
+            let polled = self.ep.poll(&mut events, room.min(CQ_BATCH));
             // Every completion read is in `events`, an error or not: file
             // them all (a send's page, a read's buffer) before stopping.
             let any = !events.is_empty();

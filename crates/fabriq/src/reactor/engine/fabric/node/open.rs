@@ -103,14 +103,6 @@ impl Node {
             ep,
             reads: 0,
             domain: domain.clone(),
-            // No connection reads more than the default cap in one go
-            // (each may lower it with ZMQ_MAXMSGSIZE): the pool refuses
-            // longer buffers before mapping them.
-            reads_pool: fabriq_ofi::ReadPool::new(
-                &domain,
-                READ_POOL_BYTES,
-                usize::try_from(Limits::default().read_max).unwrap_or(usize::MAX),
-            ),
             posted,
             pool,
             conns: HashMap::new(),
@@ -121,6 +113,7 @@ impl Node {
             page_waiters: Vec::new(),
             wanting: Vec::new(),
             unclaimed: 0,
+            more: false,
         };
         state.post_receives();
         Ok(Node {
@@ -132,6 +125,14 @@ impl Node {
             nudge,
             cq_fd,
             spinners,
+            // No connection reads more than the default cap in one go
+            // (each may lower it with ZMQ_MAXMSGSIZE): the pool refuses
+            // longer buffers before mapping them.
+            reads_pool: fabriq_ofi::ReadPool::new(
+                &domain,
+                READ_POOL_BYTES,
+                usize::try_from(Limits::default().read_max).unwrap_or(usize::MAX),
+            ),
             ringer: Ringer::default(),
             name,
             provider: info.provider(),

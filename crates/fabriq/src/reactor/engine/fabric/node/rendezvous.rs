@@ -21,8 +21,9 @@ impl Node {
         addr: u64,
         rkey: u64,
     ) -> Result<bool, String> {
+        // Mapped and registered before the lock is taken.
+        let buf = self.reads_pool.get(len).map_err(|e| e.to_string())?;
         let mut s = self.lock();
-        let buf = s.reads_pool.get(len).map_err(|e| e.to_string())?;
         match s.ep.read(buf, src, addr, rkey, u64::from(key)) {
             Ok(()) => {
                 s.reads += 1;

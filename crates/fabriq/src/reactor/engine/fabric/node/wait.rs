@@ -124,7 +124,7 @@ impl PullWait for BellWait {
     }
 
     fn settle(&self) {
-        let left = !self.node.lock().pending_ready.is_empty();
+        let left = self.node.lock().has_news();
         if left && !self.node.ring(&self.bell.name) {
             tracing::debug!("cannot ring our own doorbell: news waits for the next poll");
         }
@@ -171,7 +171,7 @@ impl PullWait for CqWait {
     }
 
     fn settle(&self) {
-        let left = !self.node.lock().pending_ready.is_empty();
+        let left = self.node.lock().has_news();
         if left && !self.node.ring(&self.nudge.name) {
             tracing::debug!("cannot ring our own nudge socket: news waits for the next poll");
         }
@@ -195,7 +195,7 @@ impl Demux for Node {
 
     fn may_sleep(&self) -> bool {
         let s = self.lock();
-        s.pending_ready.is_empty() && s.ep.try_wait().unwrap_or(true)
+        !s.has_news() && s.ep.try_wait().unwrap_or(true)
     }
 
     fn poll_interval(&self) -> Option<Duration> {
@@ -207,6 +207,10 @@ impl Demux for Node {
         // as pages come back. (Without this, a receiver whose pool ran dry
         // never posted again: unbuffered 64 B messages, one page each,
         // 1000 in the pipe, stalled the stream.)
+        if s.more {
+            // A reap stopped at its limit: read the rest before sleeping.
+            return Some(Duration::ZERO);
+        }
         let starved = s.ep.recvs_posted() < s.posted;
         if self.cq_waitable {
             return starved.then_some(POLL_EVERY);
