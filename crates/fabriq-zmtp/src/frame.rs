@@ -75,6 +75,23 @@ pub fn header_len(size: usize) -> usize {
     }
 }
 
+/// The whole length (header and body) of the frame at the front of
+/// `buf`, once its header is there; `None` before. Nothing is checked
+/// against a size limit: for sizing a buffer that gathers the frame
+/// (clamp it), not for trusting the peer.
+///
+/// ```
+/// use fabriq_zmtp::frame::frame_len;
+/// assert_eq!(frame_len(&[0, 5, b'a']), Some(7));
+/// assert_eq!(frame_len(&[2, 0, 0, 0, 0, 0, 0, 1, 0]), Some(9 + 256));
+/// assert_eq!(frame_len(&[2, 0, 0]), None); // a long header, cut short
+/// assert_eq!(frame_len(&[2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), Some(u64::MAX));
+/// ```
+pub fn frame_len(buf: &[u8]) -> Option<u64> {
+    let header = parse_header(buf)?;
+    Some((header.len as u64).saturating_add(header.size))
+}
+
 /// A parsed header: flags and announced body size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Header {

@@ -104,14 +104,18 @@ pub(crate) const RDV_FRAME_LEN: usize = 4 + 29;
 impl Rdv {
     /// The command frame's body (name included), as the sender stages it.
     pub fn encode(&self) -> BytesMut {
+        let mut fields = BytesMut::with_capacity(RDV_FRAME_LEN - 4);
+        fields.extend_from_slice(&self.id.to_be_bytes());
+        fields.extend_from_slice(&self.len.to_be_bytes());
+        fields.extend_from_slice(&self.addr.to_be_bytes());
+        fields.extend_from_slice(&self.key.to_be_bytes());
+        fields.extend_from_slice(&[u8::from(self.more)]);
         let mut body = BytesMut::with_capacity(RDV_FRAME_LEN);
-        body.extend_from_slice(&[RDV.len() as u8]);
-        body.extend_from_slice(RDV);
-        body.extend_from_slice(&self.id.to_be_bytes());
-        body.extend_from_slice(&self.len.to_be_bytes());
-        body.extend_from_slice(&self.addr.to_be_bytes());
-        body.extend_from_slice(&self.key.to_be_bytes());
-        body.extend_from_slice(&[u8::from(self.more)]);
+        Command::Other {
+            name: Bytes::from_static(RDV),
+            body: fields.freeze(),
+        }
+        .encode(&mut body);
         body
     }
 
@@ -303,14 +307,7 @@ impl PageReader {
     /// Starts gathering a frame that continues in the next page: reserves
     /// its whole size when the header says it (up to [`RESERVE_MAX`]).
     fn start_straddle(&mut self, rest: &[u8]) {
-        let size = match rest {
-            [flags, n, ..] if flags & 0x02 == 0 => Some(2 + usize::from(*n)),
-            [flags, b @ ..] if flags & 0x02 != 0 && b.len() >= 8 => {
-                let n = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
-                usize::try_from(n).ok().map(|n| n.saturating_add(9))
-            }
-            _ => None,
-        };
+        let size = fabriq_zmtp::frame::frame_len(rest).and_then(|n| usize::try_from(n).ok());
         self.straddle
             .reserve(size.unwrap_or(0).clamp(rest.len(), RESERVE_MAX));
         self.straddle.extend_from_slice(rest);
