@@ -39,6 +39,19 @@ pub(crate) fn socket_writes(socket_type: SocketType) -> SocketWrites {
     }
 }
 
+/// What the socket's thread may write for a fabric connection: as
+/// [`socket_writes`], and also every message queued while the wire is
+/// idle for a socket that spins (its thread is up anyway) or sends
+/// unbuffered (nothing to coalesce: each message is its own page).
+pub(crate) fn fabric_writes(socket_type: SocketType, opts: &Options) -> SocketWrites {
+    match socket_writes(socket_type) {
+        SocketWrites::WhenFull if opts.spin_us > 0 || !opts.fabric.buffered => {
+            SocketWrites::WhenIdle
+        }
+        writes => writes,
+    }
+}
+
 /// The engine for `conn` of a `socket_type` socket with `opts`, on
 /// `data_path`. A fabric engine joins (or opens) its I/O thread's node
 /// through `poller`; a udp engine registers its socket with it.
@@ -55,7 +68,7 @@ pub(crate) fn make_engine(
 ) -> Result<Box<dyn Engine>, String> {
     match (data_path, conn) {
         (DataPath::Stream, Conn::Stream(stream)) if socket_type == SocketType::Stream => {
-            Ok(Box::new(RawEngine::new(stream)))
+            Ok(Box::new(RawEngine::new(stream, socket_writes(socket_type))))
         }
         (DataPath::Stream, Conn::Stream(stream)) => {
             let config = opts.zmtp_config(socket_type);
@@ -68,7 +81,7 @@ pub(crate) fn make_engine(
                 stream,
                 opts.zmtp_config(socket_type),
                 provider.as_deref(),
-                socket_writes(socket_type),
+                fabric_writes(socket_type, opts),
                 opts,
                 spin,
                 token,
@@ -86,5 +99,43 @@ pub(crate) fn make_engine(
             Err("a connection on the udp data path".into())
         }
         (_, Conn::Datagram(_)) => Err("a udp socket on a connection's data path".into()),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// What the socket's thread writes is decided here for every engine:
+    /// a fabric socket that spins or sends unbuffered writes each message
+    /// while the wire is idle, as REQ and REP do; subscribers never, even
+    /// spinning.
+    #[test]
+    fn what_the_sockets_thread_writes_is_decided_here() {
+        let plain = Options::default();
+        let spinning = Options {
+            spin_us: 50,
+            ..Options::default()
+        };
+        let mut unbuffered = Options::default();
+        unbuffered.fabric.buffered = false;
+        assert_eq!(socket_writes(SocketType::Push), SocketWrites::WhenFull);
+        assert_eq!(socket_writes(SocketType::Stream), SocketWrites::WhenFull);
+        assert_eq!(socket_writes(SocketType::Req), SocketWrites::WhenIdle);
+        assert_eq!(socket_writes(SocketType::Sub), SocketWrites::Never);
+        assert_eq!(socket_writes(SocketType::XSub), SocketWrites::Never);
+        assert_eq!(
+            fabric_writes(SocketType::Push, &plain),
+            SocketWrites::WhenFull
+        );
+        for opts in [&spinning, &unbuffered] {
+            assert_eq!(
+                fabric_writes(SocketType::Push, opts),
+                SocketWrites::WhenIdle
+            );
+            assert_eq!(fabric_writes(SocketType::Pub, opts), SocketWrites::WhenIdle);
+            assert_eq!(fabric_writes(SocketType::Sub, opts), SocketWrites::Never);
+            assert_eq!(fabric_writes(SocketType::Rep, opts), SocketWrites::WhenIdle);
+        }
     }
 }

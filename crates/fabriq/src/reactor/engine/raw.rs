@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use fabriq_zmtp::{Part, PeerInfo, Properties, ProtocolError, SocketType, Version};
 
-use super::{End, Engine, Input, Pulled, Reads};
+use super::{End, Engine, Input, Pulled, Reads, SocketWrites};
 use crate::pipe::{Item, Queue};
 use crate::topics::Topics;
 use crate::transport::{Poller, Stream};
@@ -64,11 +64,15 @@ pub(crate) struct RawEngine {
     tx: VecDeque<Bytes>,
     tx_off: usize,
     unsent: usize,
+    /// What the socket's thread may write (`make.rs` decides it): a
+    /// STREAM socket's is its full pipe, never each message.
+    socket_writes: SocketWrites,
 }
 
 impl RawEngine {
-    pub(crate) fn new(stream: Box<dyn Stream>) -> RawEngine {
+    pub(crate) fn new(stream: Box<dyn Stream>, socket_writes: SocketWrites) -> RawEngine {
         RawEngine {
+            socket_writes,
             stream,
             peer: PeerInfo {
                 version: Version { major: 3, minor: 1 },
@@ -257,7 +261,7 @@ impl Engine for RawEngine {
     }
 
     fn can_flush(&self) -> bool {
-        true
+        self.socket_writes != SocketWrites::Never
     }
 
     /// Writes what the wire takes on the socket's thread (a STREAM socket

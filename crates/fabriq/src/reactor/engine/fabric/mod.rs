@@ -82,9 +82,10 @@ pub(crate) struct FabricEngine {
     outbox: Outbox<Page>,
     /// How this connection sends (the socket's options when it started).
     fabric: FabricOptions,
-    /// Whether the socket's thread sends itself (it spins, sends
-    /// unbuffered, or is REQ/REP, which have one message at a time to
-    /// send and nothing to coalesce).
+    /// Whether the socket's thread sends itself: `make.rs` said
+    /// [`SocketWrites::WhenIdle`] (REQ/REP, which have one message at a
+    /// time to send and nothing to coalesce; a socket that spins or sends
+    /// unbuffered: `make::fabric_writes`).
     eager: bool,
     /// Whether the socket spins (its receives read the CQ themselves).
     spins: bool,

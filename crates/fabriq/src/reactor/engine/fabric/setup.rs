@@ -124,7 +124,7 @@ impl FabricEngine {
             key,
             remote: None,
             fabric,
-            eager: opts.spin_us > 0 || !fabric.buffered || writes == SocketWrites::WhenIdle,
+            eager: writes == SocketWrites::WhenIdle,
             spins: opts.spin_us > 0,
             spell,
             counted_spell: 0,
