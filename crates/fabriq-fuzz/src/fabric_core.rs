@@ -19,7 +19,9 @@ use fabriq_zmtp::Properties;
 const AF_INET: u16 = 2;
 const AF_INET6: u16 = 10;
 
-/// The READY fields a fabric peer may send (and two others).
+/// The READY fields a fabric peer may send (and three others: the
+/// spinner count's place and the id, which older peers sent, and the
+/// socket type).
 const FIELDS: [&str; 10] = [
     "X-Fabriq-Ofi-Address",
     "X-Fabriq-Ofi-Token",
@@ -131,7 +133,7 @@ fn check_address(sel: u8, peer_sel: u8, local_sel: u8, announced: &[u8]) {
     );
 }
 
-/// Whether `name` is a doorbell or spinner place READY may carry.
+/// Whether `name` is a doorbell name READY may carry.
 fn good_name(name: &str) -> bool {
     name.len() <= MAX_NAME
         && name
@@ -147,7 +149,7 @@ fn check_peer(peer: &PeerFabric) {
     assert!((1..=MAX_WINDOW).contains(&peer.window));
     assert!((64..=1 << 30).contains(&peer.page));
     assert!(peer.read_max.map_or(true, |n| n > 0));
-    for name in [&peer.doorbell, &peer.spinners].into_iter().flatten() {
+    if let Some(name) = &peer.doorbell {
         assert!(good_name(name), "{name:?}");
     }
     let mut props = Properties::new();
@@ -183,11 +185,11 @@ fn byte(input: &mut &[u8]) -> u8 {
 ///   accepts is within its bounds and round-trips through `ready_fields`
 ///   (what fabriq announces itself).
 /// - 1, fields: `[flags, address_len, token(8), window(4), page(4),
-///   rma(8), doorbell_len, spinners_len, bytes...]` (big endian; `flags`
-///   bit 0 encrypt, 1 an RMA size, 2 a doorbell, 3 a spinner place; the
-///   address, doorbell and spinner place are the next bytes). Announced
-///   with `ready_fields`, they parse back as they were exactly when each
-///   is within its bounds, and are refused otherwise.
+///   rma(8), doorbell_len, bytes...]` (big endian; `flags` bit 0
+///   encrypt, 1 an RMA size, 2 a doorbell; the address and doorbell are
+///   the next bytes). Announced with `ready_fields`, they parse back as
+///   they were exactly when each is within its bounds, and are refused
+///   otherwise.
 /// - 2, the address check: `[node, peer_ip, local_ip, announced...]`
 ///   (see `check_address` for the rule, from what the provider does).
 pub fn fabric_ready(data: &[u8]) {
@@ -223,12 +225,8 @@ pub fn fabric_ready(data: &[u8]) {
             let page = u64_of(4) as usize;
             let rma = u64_of(8);
             let doorbell_len = usize::from(byte(&mut rest));
-            let spinners_len = usize::from(byte(&mut rest));
             let address = take(&mut rest, address_len).to_vec();
-            let text = |b: &[u8]| String::from_utf8(b.to_vec()).ok();
-            let doorbell = text(take(&mut rest, doorbell_len));
-            let spinners = text(take(&mut rest, spinners_len));
-            let (Some(doorbell), Some(spinners)) = (doorbell, spinners) else {
+            let Ok(doorbell) = String::from_utf8(take(&mut rest, doorbell_len).to_vec()) else {
                 return;
             };
             let ours = PeerFabric {
@@ -238,7 +236,6 @@ pub fn fabric_ready(data: &[u8]) {
                 page,
                 doorbell: (flags & 4 != 0).then_some(doorbell),
                 read_max: (flags & 2 != 0).then_some(rma),
-                spinners: (flags & 8 != 0).then_some(spinners),
                 encrypt: flags & 1 != 0,
             };
             let valid = !ours.address.is_empty()
@@ -247,10 +244,7 @@ pub fn fabric_ready(data: &[u8]) {
                 && (1..=MAX_WINDOW).contains(&ours.window)
                 && (64..=1 << 30).contains(&ours.page)
                 && ours.read_max.map_or(true, |n| n > 0)
-                && [&ours.doorbell, &ours.spinners]
-                    .into_iter()
-                    .flatten()
-                    .all(|n| good_name(n));
+                && ours.doorbell.as_deref().map_or(true, good_name);
             let mut props = Properties::new();
             for (name, value) in ready_fields(&ours) {
                 props.push(name, value).expect("a valid property");
@@ -410,7 +404,6 @@ impl FlowRun {
             page: 4096,
             doorbell: None,
             read_max,
-            spinners: None,
             encrypt: false,
         };
         let give = self.flow.handle_handshake(peer, share);
@@ -719,15 +712,14 @@ mod tests {
         short.extend(&sockaddr_in([127, 0, 0, 2], 9)[..8]);
         fabric_ready(&short);
         // Fields.
-        let mut fields = vec![1, 0b1111, 3];
+        let mut fields = vec![1, 0b111, 3];
         fields.extend(7u64.to_be_bytes());
         fields.extend(8u32.to_be_bytes());
         fields.extend(4096u32.to_be_bytes());
         fields.extend(1u64.to_be_bytes());
-        fields.extend([4, 4]);
+        fields.push(4);
         fields.extend(b"abcdef");
         fields.extend(b"bell");
-        fields.extend(b"a:1:");
         fabric_ready(&fields);
     }
 }

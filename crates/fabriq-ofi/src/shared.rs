@@ -9,11 +9,11 @@
 //! skips the ring.
 //!
 //! The memory is a `memfd` (no name in any file system, freed when the
-//! last mapping and descriptor go). The owner creates it read-write; a peer
-//! on the same host maps it **read-only** through `/proc/PID/fd/FD`, which
-//! the kernel allows to a process of the same user (the check of
-//! `ptrace(2)`'s `PTRACE_MODE_READ`). A peer that cannot open it simply
-//! rings every time.
+//! last mapping and descriptor go). The owner creates it read-write and
+//! hands a peer on the same host a **read-only** descriptor of it
+//! ([`SharedCounter::read_only_fd`]), passed over a unix socket; the peer
+//! checks and maps it read-only ([`SharedCounter::from_fd`]). A peer that
+//! has none simply rings every time.
 //!
 //! # The ordering protocol
 //!
@@ -59,8 +59,9 @@ pub enum Count {
 /// See the module documentation.
 pub struct SharedCounter {
     word: NonNull<AtomicU32>,
-    /// The owner's descriptor (what peers open through `/proc`); a peer
-    /// closes its descriptor once the memory is mapped.
+    /// The owner's descriptor (read-only copies of it go to peers,
+    /// [`SharedCounter::read_only_fd`]); a peer closes its descriptor once
+    /// the memory is mapped.
     fd: Option<OwnedFd>,
     writable: bool,
 }
@@ -82,7 +83,8 @@ impl std::fmt::Debug for SharedCounter {
 }
 
 impl SharedCounter {
-    /// A new counter at zero, writable, for peers to open. The memfd is
+    /// A new counter at zero, writable, for peers to map
+    /// ([`SharedCounter::read_only_fd`]). The memfd is
     /// sealed at its size (`F_SEAL_SHRINK | F_SEAL_GROW`, then
     /// `F_SEAL_SEAL`): no one holding a descriptor of it, the owner
     /// included, can truncate it under a peer's mapping (which would kill
@@ -122,29 +124,42 @@ impl SharedCounter {
         })
     }
 
-    /// Maps, read-only, the counter that process `pid` created and holds
-    /// as descriptor `fd`. Refuses anything but a regular file of the
-    /// counter's size whose size is sealed: a lying peer cannot make us
-    /// block on a FIFO, open a device, or map a file it can truncate
-    /// under us (`SIGBUS`).
-    ///
-    /// The path is first opened with `O_PATH`, which opens nothing (no
-    /// FIFO or device open, no blocking), and checked (`fstat`); only a
-    /// regular file of the right size is then opened read-only through
-    /// `/proc/self/fd`, and its seals checked before it is mapped.
-    pub fn open(pid: u32, fd: RawFd) -> io::Result<SharedCounter> {
-        let path = format!("/proc/{pid}/fd/{fd}");
+    /// A read-only descriptor of our counter, for a peer to map
+    /// ([`SharedCounter::from_fd`]): the memfd opened again, through
+    /// `/proc/self/fd`, with `O_RDONLY`. Only the owner has one. The peer
+    /// can neither write through it nor map it writable through it; it
+    /// can still open the file again read-write through its own
+    /// `/proc/self/fd` (a memfd's mode lets anyone), and write the counts
+    /// so, but the seals keep even that from changing the file's size.
+    pub fn read_only_fd(&self) -> io::Result<OwnedFd> {
+        let fd = self.fd.as_ref().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "only the counter's owner has its descriptor",
+            )
+        })?;
+        open_path(&format!("/proc/self/fd/{}", fd.as_raw_fd()), libc::O_RDONLY)
+    }
+
+    /// Maps, read-only, the counter a peer passed us as `fd` (whatever
+    /// the peer says it is). Refuses anything but a regular file of the
+    /// counter's size whose size is sealed (`F_SEAL_SHRINK` and
+    /// `F_SEAL_GROW`): a lying peer cannot make us map a device, a FIFO
+    /// or a file it can truncate under us (`SIGBUS` at our next load).
+    /// Nothing here opens the file or reads from it, so nothing blocks.
+    /// `fd` is closed either way (once mapped, the memory needs no
+    /// descriptor).
+    pub fn from_fd(fd: OwnedFd) -> io::Result<SharedCounter> {
         let refuse = |why: &str| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{path} is not a fabriq counter: {why}"),
+                format!("not a fabriq counter: {why}"),
             )
         };
-        let handle = open_path(&path, libc::O_PATH)?;
         // SAFETY: an all-zero stat is a valid value to be overwritten.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: handle is an open (O_PATH) descriptor; st is writable.
-        if unsafe { libc::fstat(handle.as_raw_fd(), &mut st) } != 0 {
+        // SAFETY: fd is an open descriptor we own; st is writable.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
             return Err(io::Error::last_os_error());
         }
         if st.st_mode & libc::S_IFMT != libc::S_IFREG {
@@ -153,30 +168,18 @@ impl SharedCounter {
         if st.st_size != LEN as libc::off_t {
             return Err(refuse(&format!("{} bytes, not {LEN}", st.st_size)));
         }
-        // The same file, now opened for reading (regular: no blocking).
-        let file = open_path(
-            &format!("/proc/self/fd/{}", handle.as_raw_fd()),
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
-        )?;
-        drop(handle);
         // SAFETY: fcntl on a descriptor we own, no argument.
-        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
         let needed = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
         if seals < 0 || seals & needed != needed {
             return Err(refuse("its size is not sealed"));
         }
-        let word = map(file.as_raw_fd(), false)?;
+        let word = map(fd.as_raw_fd(), false)?;
         Ok(SharedCounter {
             word,
             fd: None,
             writable: false,
         })
-    }
-
-    /// The descriptor peers open through `/proc/PID/fd/FD` (the owner's
-    /// only).
-    pub fn fd(&self) -> Option<RawFd> {
-        self.fd.as_ref().map(|f| f.as_raw_fd())
     }
 
     fn word(&self, count: Count) -> &AtomicU32 {
@@ -244,7 +247,7 @@ fn map(fd: RawFd, writable: bool) -> io::Result<NonNull<AtomicU32>> {
 
 impl Drop for SharedCounter {
     fn drop(&mut self) {
-        // SAFETY: mapped in create()/open() with length LEN, unmapped once;
+        // SAFETY: mapped in create()/from_fd() with length LEN, unmapped once;
         // no reference into it outlives self.
         unsafe {
             libc::munmap(self.word.as_ptr().cast(), LEN);
@@ -259,7 +262,7 @@ mod tests {
     #[test]
     fn a_peer_sees_the_owners_count_and_cannot_change_it() {
         let owner = SharedCounter::create().expect("memfd");
-        let peer = SharedCounter::open(std::process::id(), owner.fd().unwrap()).expect("open");
+        let peer = SharedCounter::from_fd(owner.read_only_fd().unwrap()).expect("mapped");
         assert_eq!(peer.load(Count::Spinners), 0);
         owner.increment(Count::Spinners);
         owner.increment(Count::Spinners);
@@ -283,71 +286,87 @@ mod tests {
             0,
             "the memory lives while mapped"
         );
+        assert!(
+            peer.read_only_fd().is_err(),
+            "a peer has no descriptor to hand on"
+        );
     }
 
-    /// Another process's counter, through /proc: the test binary runs
-    /// this test again as the owner (`FABRIQ_OFI_OWNER` set), which prints
-    /// its descriptor and holds the counter until its stdin closes.
+    /// Another process maps our counter from a read-only descriptor it
+    /// inherited: the test binary runs this test again as the peer
+    /// (`FABRIQ_OFI_PEER` set to the descriptor's number), which maps it,
+    /// prints the count it reads and whether it could truncate it.
     #[test]
     fn a_counter_is_read_from_another_process() {
-        use std::io::{BufRead, BufReader};
-        use std::process::{Command, Stdio};
-        if std::env::var_os("FABRIQ_OFI_OWNER").is_some() {
-            let owner = SharedCounter::create().unwrap();
-            for _ in 0..3 {
-                owner.increment(Count::Spinners);
-            }
-            println!("counter fd {}", owner.fd().unwrap());
-            let _ = std::io::Read::read(&mut std::io::stdin(), &mut [0u8; 1]);
+        use std::process::Command;
+        if let Some(fd) = std::env::var_os("FABRIQ_OFI_PEER") {
+            let fd: RawFd = fd.to_str().unwrap().parse().unwrap();
+            // SAFETY: the parent left this descriptor open for us alone.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let truncated = File::from(fd.try_clone().unwrap()).set_len(0).is_ok();
+            let peer = SharedCounter::from_fd(fd).expect("the inherited counter maps");
+            println!(
+                "peer read {} truncated {truncated}",
+                peer.load(Count::Spinners)
+            );
             return;
         }
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        let owner = SharedCounter::create().unwrap();
+        for _ in 0..3 {
+            owner.increment(Count::Spinners);
+        }
+        let fd = owner.read_only_fd().unwrap();
+        // Inherited by the child (and by any other child spawned by a test
+        // meanwhile: harmless, it is read-only).
+        // SAFETY: fcntl on a descriptor we own, with an int argument.
+        assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+        let out = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
                 "shared::tests::a_counter_is_read_from_another_process",
                 "--nocapture",
             ])
-            .env("FABRIQ_OFI_OWNER", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
+            .env("FABRIQ_OFI_PEER", fd.as_raw_fd().to_string())
+            .output()
             .expect("the test binary runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let fd: RawFd = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("counter fd ").map(|f| f.parse().unwrap()))
-            .expect("the owner prints its descriptor");
-        let peer = SharedCounter::open(child.id(), fd).expect("same user: /proc lets us");
-        assert_eq!(peer.load(Count::Spinners), 3);
-        drop(child.stdin.take());
-        assert!(child.wait().unwrap().success());
+        drop(fd);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("peer read 3 truncated false"), "{text}");
     }
 
     #[test]
     fn descriptors_that_are_not_counters_are_refused() {
-        // stdin of this process: a pipe, /dev/null or a tty, never a
-        // regular file of one page.
-        assert!(SharedCounter::open(std::process::id(), 0).is_err());
-        assert!(SharedCounter::open(u32::MAX, 3).is_err(), "no such process");
-        let file = tempfile_of(100);
-        assert!(SharedCounter::open(std::process::id(), file.as_raw_fd()).is_err());
+        let socket = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        let err = SharedCounter::from_fd(socket.into()).expect_err("a socket was mapped");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let device = File::open("/dev/null").unwrap();
+        let err = SharedCounter::from_fd(device.into()).expect_err("a device was mapped");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let err = SharedCounter::from_fd(tempfile_of(100).into()).expect_err("a short file");
+        assert!(err.to_string().contains("bytes, not"), "{err}");
     }
 
-    /// Runs `SharedCounter::open` on our own descriptor `fd` on another
-    /// thread, failing the test if it blocks for 10 s.
-    fn open_bounded(fd: RawFd) -> io::Result<SharedCounter> {
+    /// Runs `SharedCounter::from_fd` on `fd` on another thread, failing
+    /// the test if it blocks for 10 s.
+    fn from_fd_bounded(fd: impl Into<OwnedFd>) -> io::Result<SharedCounter> {
+        let fd = fd.into();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(SharedCounter::open(std::process::id(), fd));
+            let _ = tx.send(SharedCounter::from_fd(fd));
         });
         rx.recv_timeout(std::time::Duration::from_secs(10))
-            .expect("SharedCounter::open blocked")
+            .expect("SharedCounter::from_fd blocked")
     }
 
     fn memfd(len: u64) -> File {
         // SAFETY: a NUL-terminated name, checked result, owned at once.
-        let fd = unsafe { libc::memfd_create(c"fabriq-ofi-test".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"fabriq-ofi-test".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         assert!(fd >= 0, "{}", io::Error::last_os_error());
         // SAFETY: just created, owned by no one else.
         let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
@@ -359,12 +378,10 @@ mod tests {
     fn an_unsealed_memfd_of_the_right_size_is_refused() {
         // A peer that could shrink the file under our mapping would kill us
         // with SIGBUS at the next load.
-        let unsealed = memfd(LEN as u64);
-        let err = open_bounded(unsealed.as_raw_fd()).expect_err("an unsealed memfd was mapped");
+        let err = from_fd_bounded(memfd(LEN as u64)).expect_err("an unsealed memfd was mapped");
         assert!(err.to_string().contains("not sealed"), "{err}");
-        let wrong = tempfile_of(LEN as u64);
         assert!(
-            open_bounded(wrong.as_raw_fd()).is_err(),
+            from_fd_bounded(tempfile_of(LEN as u64)).is_err(),
             "a plain file of the right size was mapped"
         );
     }
@@ -381,30 +398,42 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a NUL-terminated path and a mode.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        // Held open read-write (without blocking), as a peer would.
+        // Held open read-write (without blocking), as a peer would pass it.
         let held = open_path(fifo.to_str().unwrap(), libc::O_RDWR | libc::O_NONBLOCK).unwrap();
-        let err = open_bounded(held.as_raw_fd()).expect_err("a FIFO was mapped");
+        let err = from_fd_bounded(held).expect_err("a FIFO was mapped");
         assert!(err.to_string().contains("not a regular file"), "{err}");
-        let d = File::open(&dir).unwrap();
-        let err = open_bounded(d.as_raw_fd()).expect_err("a directory was mapped");
+        let err = from_fd_bounded(File::open(&dir).unwrap()).expect_err("a directory was mapped");
         assert!(err.to_string().contains("not a regular file"), "{err}");
         for len in [0, 100, LEN as u64 + 1, 1 << 20] {
-            let f = memfd(len);
-            let err = open_bounded(f.as_raw_fd()).expect_err("a file of the wrong size");
+            let err = from_fd_bounded(sealed(memfd(len))).expect_err("a file of the wrong size");
             assert!(err.to_string().contains("bytes, not"), "{len}: {err}");
         }
-        drop(held);
         std::fs::remove_file(&fifo).unwrap();
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    /// `file` (a memfd of ours) sealed at its size.
+    fn sealed(file: File) -> File {
+        // SAFETY: fcntl on a descriptor we own, with an int argument.
+        let sealed = unsafe {
+            libc::fcntl(
+                file.as_raw_fd(),
+                libc::F_ADD_SEALS,
+                libc::F_SEAL_SHRINK | libc::F_SEAL_GROW,
+            )
+        };
+        assert_eq!(sealed, 0, "{}", io::Error::last_os_error());
+        file
     }
 
     #[test]
     fn our_counter_cannot_be_truncated_under_a_peer() {
         let owner = SharedCounter::create().unwrap();
-        let peer = open_bounded(owner.fd().unwrap()).expect("our own counter opens");
+        let peer = from_fd_bounded(owner.read_only_fd().unwrap()).expect("our own counter maps");
         owner.increment(Count::Spinners);
-        // Whoever holds the descriptor (the owner, or a process that opened
-        // it through /proc read-write) cannot change its size.
+        // Whoever holds the descriptor (the owner, or a peer that opened
+        // it again read-write through /proc/self/fd) cannot change its
+        // size.
         let file = File::from(owner.fd.as_ref().unwrap().try_clone().unwrap());
         assert!(file.set_len(0).is_err(), "the counter was truncated");
         assert!(file.set_len(2 * LEN as u64).is_err(), "the counter grew");
@@ -417,6 +446,64 @@ mod tests {
             1,
             "the peer's mapping is intact"
         );
+    }
+
+    /// What a peer receives cannot be written through: the descriptor is
+    /// read-only (no truncation, no writable mapping), and the counter
+    /// made from it is mapped read-only. Opened again read-write through
+    /// /proc/self/fd, the seals still keep its size.
+    #[test]
+    fn a_counter_received_read_only_cannot_be_written() {
+        let owner = SharedCounter::create().unwrap();
+        let fd = owner.read_only_fd().unwrap();
+        // SAFETY: fcntl on a descriptor we own, no argument.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_ACCMODE, libc::O_RDONLY);
+        let file = File::from(fd.try_clone().unwrap());
+        assert!(file.set_len(0).is_err(), "truncated through a read-only fd");
+        assert!(file.set_len(2 * LEN as u64).is_err());
+        // SAFETY: a shared writable mapping asked of a read-only
+        // descriptor; refused (checked), else unmapped at once.
+        let writable = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if writable != libc::MAP_FAILED {
+            // SAFETY: just mapped, LEN bytes.
+            unsafe { libc::munmap(writable, LEN) };
+            panic!("a read-only descriptor was mapped writable");
+        }
+        let again = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .expect("a memfd opens again read-write");
+        assert!(again.set_len(0).is_err(), "the seals keep its size");
+        assert!(again.set_len(2 * LEN as u64).is_err());
+        let peer = SharedCounter::from_fd(fd).unwrap();
+        assert!(!peer.writable);
+        // SAFETY: asks to make the peer's mapping writable; it must refuse
+        // (the mapping came from a read-only descriptor).
+        let upgraded = unsafe {
+            libc::mprotect(
+                peer.word.as_ptr().cast(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
+        };
+        assert_ne!(upgraded, 0, "the peer's mapping was made writable");
+        assert_eq!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EACCES)
+        );
+        owner.increment(Count::Spinners);
+        assert_eq!(peer.load(Count::Spinners), 1);
     }
 
     fn tempfile_of(len: u64) -> File {

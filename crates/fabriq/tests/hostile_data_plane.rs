@@ -12,7 +12,7 @@
 //! | a lent (rendezvous) frame read with guessed keys | [`guessed_keys_read_nothing_of_a_frame_a_socket_lent`] |
 //! | a rendezvous length of 2^63, u64::MAX, just over the cap | [`huge_rendezvous_lengths_end_the_connection_and_map_nothing`] |
 //! | pages before the handshake, and from a node that never handshakes | [`pages_before_the_handshake_or_without_one_are_never_delivered`] |
-//! | the spinner count's memfd truncated under its mapper | [`a_truncated_spinner_count_does_not_kill_the_victim`], [`the_spinner_count_is_not_named_to_a_peer_zap_refused`] |
+//! | the spinner count's memfd truncated under its mapper; the count written or resized by the peer it is passed to; passed to a peer ZAP refused; the pid in READY | [`a_truncated_spinner_count_does_not_kill_the_victim`], [`the_spinner_count_is_passed_only_to_a_peer_zap_allowed`] |
 //! | a READY whose data address is a third host | [`a_ready_aiming_the_data_at_a_third_address_is_refused`] |
 
 mod fabric_rogue;
@@ -95,13 +95,15 @@ impl Drop for Zap {
 /// `send N`, sends N messages and prints `sent N`. With `zap`, a ZAP
 /// handler asks the test: it prints `zap MECHANISM` for each request and
 /// answers when told `allow` or `deny`. fabriq's log lines about closed
-/// connections are printed as `log: TEXT`. Ends when stdin closes.
+/// connections and spinner counts are printed as `log: TEXT`. Ends when
+/// stdin closes.
 fn victim(mode: &str) {
     capture_logs(
         &[
             "closing connection",
             "connection failed",
             "fabric handshake",
+            "spinner count",
         ],
         true,
     );
@@ -726,7 +728,7 @@ fn pages_before_the_handshake_or_without_one_are_never_delivered() {
 
 const SPIN: &str = "a_truncated_spinner_count_does_not_kill_the_victim";
 
-/// An unsealed memfd of one page, as a lying peer would name for its
+/// An unsealed memfd of one page, as a lying peer would pass for its
 /// spinner count.
 fn unsealed_memfd() -> std::fs::File {
     use std::os::fd::FromRawFd;
@@ -739,15 +741,47 @@ fn unsealed_memfd() -> std::fs::File {
     file
 }
 
+/// Asserts that no property of fabriq's READY on `c` names `pid` (a run
+/// of decimal digits equal to it), the fabric address aside: it is the
+/// provider's, hex, and shm makes it from the pid (`fi_shm(7)`).
+fn assert_no_pid(c: &Control, pid: u32) {
+    let pid = pid.to_string();
+    let peer = c.conn.peer().expect("fabriq's READY");
+    for (name, value) in peer.properties.iter() {
+        if name == "X-Fabriq-Ofi-Address" {
+            continue;
+        }
+        let text = String::from_utf8_lossy(value);
+        assert!(
+            !text
+                .split(|c: char| !c.is_ascii_digit())
+                .any(|run| run == pid),
+            "READY's {name} names the pid {pid}: {text}"
+        );
+    }
+    assert!(
+        c.try_prop("X-Fabriq-Ofi-Spinners").is_none(),
+        "READY names the spinner count"
+    );
+}
+
 /// Tells the PUSH to send 4 messages and waits for them to come (at
-/// least a page) while the PUSH lives; returns the credits for what came.
+/// least a page) while the PUSH lives; returns the credits for what came
+/// and counts the rings (RING commands, and datagrams on `bell`).
 ///
-/// A PUSH deals its messages out to the peers it has: until its I/O
-/// thread has seen the first rogue (`c0`) leave and this one's READY, a
-/// round may go wholly to the peer that left and be lost with it, as
-/// with libzmq (seen once in CI, on a loaded machine). So a round that
-/// brought nothing within a second is sent again.
-fn spin_round(v: &mut Victim, c: &mut Control, r: &mut Rogue, pages: &mut u32, rings: &mut usize) {
+/// A PUSH deals its messages out to the peers it has: a round it dealt
+/// before its I/O thread took this peer's READY, or to a peer that had
+/// just left, may be lost (seen once in CI, on a loaded machine, with an
+/// earlier peer). So a round that brought nothing within a second is sent
+/// again.
+fn spin_round(
+    v: &mut Victim,
+    c: &mut Control,
+    r: &mut Rogue,
+    bell: &mut RogueBell,
+    pages: &mut u32,
+    rings: &mut usize,
+) {
     v.tell("send 4");
     let mut asked = Instant::now();
     let until = asked + LIMIT;
@@ -770,6 +804,7 @@ fn spin_round(v: &mut Victim, c: &mut Control, r: &mut Rogue, pages: &mut u32, r
             panic!("the PUSH closed the connection");
         };
         *rings += got.iter().filter(|(n, _)| &n[..] == b"RING").count();
+        *rings += bell.rings();
         if let Some(line) = v.line(Duration::from_millis(1)) {
             assert!(!line.contains("send failed"), "{line}");
             sent |= line.contains("sent 4");
@@ -782,86 +817,93 @@ fn spin_round(v: &mut Victim, c: &mut Control, r: &mut Rogue, pages: &mut u32, r
 }
 
 /// A PUSH on `ofi+shm://` (run in a process of its own; shm has no wait
-/// descriptors, so its READY names a doorbell and where its count of
-/// spinning sockets is, `HOST:PID:FD`). A rogue PULL names, as its own
-/// count, an unsealed memfd of one page and truncates it once the PUSH
-/// sent it pages; the PUSH then sends more (each send reads the peer's
-/// count if it mapped it): it lives on and its pages come. The PUSH's own
-/// count cannot be truncated or grown by a peer that opens it through
-/// /proc (same user), and the PUSH lives on after the attempt.
+/// descriptors, so its READY names a doorbell, and once a peer that names
+/// a doorbell of its own is handshaken, the PUSH passes it a read-only
+/// descriptor of its count of spinning sockets there). A rogue PULL
+/// receives that descriptor for its connection: it cannot truncate or
+/// grow the count through it, nor through the read-write descriptor
+/// `/proc/self/fd` opens from it (the seals), and no READY property
+/// names the PUSH's pid. The rogue then passes the PUSH, as its own
+/// count, an unsealed memfd of one page, with the PUSH's token for the
+/// connection, and truncates it once the PUSH has refused it; the PUSH
+/// then sends more (each send reads the peer's count if it mapped it): it
+/// lives on, its pages come, and it rings the rogue's doorbell.
 #[test]
 fn a_truncated_spinner_count_does_not_kill_the_victim() {
     if let Ok(mode) = std::env::var(VICTIM) {
         return victim(&mode);
     }
-    use std::os::fd::AsRawFd;
+    use std::os::fd::{AsFd, AsRawFd};
     let mut v = Victim::spawn(SPIN, "push shm");
     let control = v.control();
-    // A first peer learns where the PUSH's count is and which host tag
-    // names this host.
-    let mut r0 = Rogue::open("shm", None, false);
-    let c0 = Control::null(&control, SocketType::Pull, &fabric_props(&r0, &[]));
-    let at = String::from_utf8(c0.prop("X-Fabriq-Ofi-Spinners")).unwrap();
-    let parts: Vec<&str> = at.split(':').collect();
-    assert_eq!(parts.len(), 3, "HOST:PID:FD: {at}");
-    let (host, pid, fd) = (parts[0].to_string(), parts[1], parts[2]);
-    assert_eq!(pid, v.child.id().to_string(), "the PUSH's own count");
-    let own_count = format!("/proc/{pid}/fd/{fd}");
-    drop(c0);
-    r0.progress();
-
-    let memfd = unsealed_memfd();
-    let ours = format!("{host}:{}:{}", std::process::id(), memfd.as_raw_fd());
+    let mut bell = RogueBell::bind();
     let mut r = Rogue::open("shm", None, false);
     r.receive(32);
     let mut c = Control::null(
         &control,
         SocketType::Pull,
-        &fabric_props(
-            &r,
-            &[
-                ("X-Fabriq-Ofi-Doorbell", b""),
-                ("X-Fabriq-Ofi-Spinners", ours.as_bytes()),
-            ],
-        ),
+        &fabric_props(&r, &[("X-Fabriq-Ofi-Doorbell", bell.name.as_bytes())]),
     );
+    assert_no_pid(&c, v.child.id());
+
+    // The PUSH's own count, passed to our doorbell for our connection.
+    let (payload, mut fds) = bell.counts(LIMIT).expect("the PUSH passed its count");
+    assert_eq!(payload, counts_payload(rogue_token()), "named by our token");
+    assert_eq!(fds.len(), 1, "one descriptor");
+    let own = std::fs::File::from(fds.pop().unwrap());
+    // SAFETY: fcntl on a descriptor we own, no argument.
+    let flags = unsafe { libc::fcntl(own.as_raw_fd(), libc::F_GETFL) };
+    assert_eq!(flags & libc::O_ACCMODE, libc::O_RDONLY, "passed read-only");
+    assert!(own.set_len(0).is_err(), "truncated through what was passed");
+    let reopened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/self/fd/{}", own.as_raw_fd()))
+        .expect("a memfd opens again read-write through /proc/self/fd");
+    assert!(
+        reopened.set_len(0).is_err(),
+        "the PUSH's count was truncated"
+    );
+    assert!(reopened.set_len(8192).is_err(), "the PUSH's count grew");
+    drop((own, reopened));
+
+    // Ours: an unsealed memfd, for the connection the PUSH knows by the
+    // token it gave it.
+    let memfd = unsealed_memfd();
+    let doorbell = String::from_utf8(c.prop("X-Fabriq-Ofi-Doorbell")).unwrap();
+    bell.send_counts(&doorbell, c.token(), memfd.as_fd());
+    let refused = v.expect("spinner count refused", LIMIT);
+    assert!(refused.contains("not sealed"), "{refused}");
     c.grant(8);
     let (mut pages, mut rings) = (0, 0);
-    spin_round(&mut v, &mut c, &mut r, &mut pages, &mut rings);
+    spin_round(&mut v, &mut c, &mut r, &mut bell, &mut pages, &mut rings);
     memfd.set_len(0).expect("our own unsealed memfd shrinks");
-    spin_round(&mut v, &mut c, &mut r, &mut pages, &mut rings);
-    spin_round(&mut v, &mut c, &mut r, &mut pages, &mut rings);
-    v.assert_alive("after the count it may have mapped was truncated");
+    spin_round(&mut v, &mut c, &mut r, &mut bell, &mut pages, &mut rings);
+    spin_round(&mut v, &mut c, &mut r, &mut bell, &mut pages, &mut rings);
+    v.assert_alive("after the count it was passed was truncated");
     assert!(
         rings > 0,
         "the PUSH rang (and so looked at the peer's count)"
     );
-
-    // The PUSH's own count, opened read-write through /proc.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&own_count)
-        .expect("the same user opens the count through /proc");
-    assert!(file.set_len(0).is_err(), "the PUSH's count was truncated");
-    assert!(file.set_len(8192).is_err(), "the PUSH's count grew");
-    drop(file);
-    spin_round(&mut v, &mut c, &mut r, &mut pages, &mut rings);
-    v.assert_alive("after a peer tried to truncate its count");
     eprintln!("{pages} pages, {rings} rings; the PUSH lives");
     v.finish();
 }
 
-/// The spinner count's name (and the fabric address and token) go only
-/// in READY, which a peer that ZAP refuses never gets; one it allows on
-/// the same socket does.
+/// The PUSH's count of spinners (and its fabric address and token) reach
+/// only a peer ZAP allowed: the count is passed, as a descriptor on the
+/// doorbell the peer named in its READY, once the handshake, ZAP and the
+/// check of the peer's address are done. A peer ZAP refused gets no
+/// READY, and its doorbell no descriptor; one it allows on the same
+/// socket gets both, and no READY property names the PUSH's pid.
 #[test]
-fn the_spinner_count_is_not_named_to_a_peer_zap_refused() {
+fn the_spinner_count_is_passed_only_to_a_peer_zap_allowed() {
     // Made first, so that it closes last: the rogue's shm endpoint is in
     // this process, and libfabric's shm maps a peer of its own process
     // through the process's list of endpoints, without holding it (an
     // endpoint closed while the PUSH inserts it crashed the insert).
     let mut r = Rogue::open("shm", None, false);
+    let mut refused_bell = RogueBell::bind();
+    let mut allowed_bell = RogueBell::bind();
     let ctx = fabriq::Context::new();
     let mut first = true;
     let _zap = Zap::start(&ctx, move |_, _| !std::mem::take(&mut first));
@@ -869,23 +911,35 @@ fn the_spinner_count_is_not_named_to_a_peer_zap_refused() {
     push.set_zap_domain("hostile").unwrap();
     push.set_linger(0).unwrap();
     push.bind("ofi+shm://127.0.0.1:*").unwrap();
+    let doorbell =
+        |bell: &RogueBell| fabric_props(&r, &[("X-Fabriq-Ofi-Doorbell", bell.name.as_bytes())]);
     let mut refused = Control::start(
         &control_of(&push),
         SocketType::Pull,
         MechanismConfig::Null,
-        &fabric_props(&r, &[]),
+        &doorbell(&refused_bell),
     );
     let outcome = refused.handshake();
     assert!(outcome.is_err(), "ZAP refused the peer: {outcome:?}");
     assert!(refused.conn.peer().is_none(), "a refused peer got a READY");
-    let mut allowed = Control::null(&control_of(&push), SocketType::Pull, &fabric_props(&r, &[]));
-    assert!(
-        allowed.try_prop("X-Fabriq-Ofi-Spinners").is_some(),
-        "an allowed peer is told where the count is"
+    let mut allowed = Control::null(
+        &control_of(&push),
+        SocketType::Pull,
+        &doorbell(&allowed_bell),
     );
+    assert_no_pid(&allowed, std::process::id());
     // The PUSH took our READY too (its first CREDIT comes after it
-    // inserted our address).
+    // inserted our address, and after it passed its count).
     allowed.first_credit(&mut r);
+    let (payload, fds) = allowed_bell
+        .counts(LIMIT)
+        .expect("an allowed peer is passed the count");
+    assert_eq!(payload, counts_payload(rogue_token()));
+    assert_eq!(fds.len(), 1);
+    assert!(
+        refused_bell.counts(Duration::from_millis(200)).is_none(),
+        "a peer ZAP refused was passed the count"
+    );
 }
 
 // --- 6: the data address --------------------------------------------------------

@@ -1,9 +1,10 @@
 //! A rogue fabric peer for the hostile tests, made of parts fabriq does
 //! not control: a libfabric endpoint driven through fabriq-ofi directly
 //! ([`Rogue`]), a ZMTP control connection spoken by fabriq-zmtp's
-//! sans-I/O connection over a plain `TcpStream` ([`Control`]), and a
-//! victim socket run in a process of its own ([`Victim`]) where memory
-//! or a signal must be watched. Every wait has a deadline.
+//! sans-I/O connection over a plain `TcpStream` ([`Control`]), a
+//! doorbell of its own ([`RogueBell`]), and a victim socket run in a
+//! process of its own ([`Victim`]) where memory or a signal must be
+//! watched. Every wait has a deadline.
 #![allow(dead_code)]
 
 use std::io::{BufRead, ErrorKind, Read, Write};
@@ -18,6 +19,9 @@ use fabriq_ofi::{
     ReadPool,
 };
 use fabriq_zmtp::{Config, Connection, MechanismConfig, SocketType};
+
+mod bell;
+pub use bell::*;
 
 /// The deadline of every wait.
 pub const LIMIT: Duration = Duration::from_secs(10);

@@ -402,7 +402,6 @@ mod tests {
             page: 4096,
             doorbell: None,
             read_max,
-            spinners: None,
             encrypt: false,
         }
     }

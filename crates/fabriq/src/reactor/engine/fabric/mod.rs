@@ -94,9 +94,11 @@ pub(crate) struct FabricEngine {
     spell: Option<(Arc<Spin>, Arc<SharedCounter>)>,
     /// The spell last counted.
     counted_spell: u64,
-    /// The peer's count of spinners, mapped read-only (same host only):
-    /// no ring while it is above zero.
-    peer_spinners: Option<SharedCounter>,
+    /// The peer's count of spinners, mapped read-only once the peer
+    /// passed it to our doorbell (same host only; the node fills the
+    /// cell, [`Node::drain_bell`]): no ring while it is above zero. Read
+    /// without a lock.
+    peer_counts: Arc<std::sync::OnceLock<SharedCounter>>,
     /// The peer's doorbell, if it wants one rung (empty: over the
     /// control connection).
     peer_doorbell: Option<String>,
@@ -430,7 +432,7 @@ impl FabricEngine {
         if !self.unrung {
             return;
         }
-        let ring = wake::ring_for(self.peer_spinners.as_ref());
+        let ring = wake::ring_for(self.peer_counts.get());
         if ring == wake::Ring::Skip {
             // A socket of the peer spins on its node and reaps our pages.
             self.unrung = false;

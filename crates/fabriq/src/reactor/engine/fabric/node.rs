@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -93,6 +93,10 @@ struct NodeConn {
     failed: Option<String>,
     /// A rendezvous read that completed and was not taken yet.
     read: Option<Bytes>,
+    /// The peer's count of spinners, once it passed it to our doorbell
+    /// ([`Node::drain_bell`] sets it, once); the engine holds the same
+    /// cell and reads it without the node's lock.
+    counts: Arc<OnceLock<SharedCounter>>,
 }
 
 struct NodeState {
@@ -394,12 +398,16 @@ mod tests {
         let (key, token) = receiver.add(Token(7), false).unwrap();
         receiver.authenticate(key, &sender.name).unwrap();
         receiver.grant(key, 8);
-        let (skey, _) = sender.add(Token(1), false).unwrap();
+        let (skey, stoken) = sender.add(Token(1), false).unwrap();
         let dest = sender.authenticate(skey, &receiver.name).unwrap();
         let doorbell = receiver.doorbell.clone().unwrap();
         let app = receiver.app_bell.clone().expect("an application bell");
-        let at = wake::spinners_at(receiver.spinners.as_ref().unwrap()).unwrap();
-        let counts = wake::open_spinners(&at).expect("a peer maps the counts");
+        // The receiver passes its counts to the sender's doorbell, for the
+        // sender's connection, as an engine does once it learned its peer.
+        receiver.send_counts(&sender.doorbell.as_ref().unwrap().name, stoken);
+        assert!(sender.drain_bell(sender.doorbell.as_ref().unwrap()));
+        let cell = sender.peer_counts(skey);
+        let counts = cell.get().expect("the sender maps the receiver's counts");
         let wait = receiver.pull_wait(true).expect("shm has a doorbell");
         assert_eq!(wait.fd().as_raw_fd(), app.fd().as_raw_fd());
         let until = std::time::Instant::now() + Duration::from_secs(10);
@@ -436,7 +444,7 @@ mod tests {
                 receiver.progress(key);
                 page = back;
             }
-            let ring = wake::ring_for(Some(&counts));
+            let ring = wake::ring_for(Some(counts));
             let mut out = Vec::new();
             if order == "count fell" {
                 assert_eq!(ring, wake::Ring::Doorbell, "{order}");
@@ -469,7 +477,7 @@ mod tests {
                     assert!(!receiver.claim_pending(key), "{order}: nobody else's");
                 }
                 wait.settle();
-                let handed_back = doorbell.drain();
+                let handed_back = receiver.drain_bell(&doorbell);
                 assert_eq!(handed_back, order == "engine busy", "{order}");
                 if handed_back {
                     receiver.take_ready(&mut out);
@@ -482,6 +490,45 @@ mod tests {
             assert_eq!(receiver.take_in_order(key, &mut taken), None, "{order}");
             assert_eq!(taken.len(), seq + 1, "{order}: the page was taken");
         }
+    }
+
+    /// A count passed to a node's doorbell is filed for the connection
+    /// whose token it names, once; one that names no connection of the
+    /// node, one that is not a sealed page, and one for a connection
+    /// that has its count already are closed and filed nowhere.
+    #[test]
+    fn a_count_is_filed_only_for_the_connection_it_names() {
+        use std::os::fd::AsFd;
+        use wake::tests::{memfd, open_to, send_with};
+        let node = Node::open(Some("shm"), None, &FabricOptions::default()).expect("shm");
+        let bell = node.doorbell.clone().expect("shm has a doorbell");
+        let (key, token) = node.add(Token(1), false).unwrap();
+        let (other, _) = node.add(Token(2), false).unwrap();
+        let payload = |t: u64| {
+            let mut p = wake::COUNTS_MAGIC.to_vec();
+            p.extend_from_slice(&t.to_le_bytes());
+            p
+        };
+        let (sealed, name) = memfd(true);
+        let (unsealed, unsealed_name) = memfd(false);
+        for wrong in [token ^ 1, token.wrapping_add(1), 0] {
+            send_with(&bell, &payload(wrong), &[sealed.as_fd()]);
+        }
+        send_with(&bell, &payload(token), &[unsealed.as_fd()]);
+        assert!(node.drain_bell(&bell));
+        assert!(node.peer_counts(key).get().is_none(), "nothing filed");
+        assert!(node.peer_counts(other).get().is_none());
+        assert_eq!(open_to(&name), 1, "only our own descriptor is open");
+        assert_eq!(open_to(&unsealed_name), 1);
+        // The right token: filed, mapped, the descriptor closed.
+        send_with(&bell, &payload(token), &[sealed.as_fd()]);
+        let (second, second_name) = memfd(true);
+        send_with(&bell, &payload(token), &[second.as_fd()]);
+        assert!(node.drain_bell(&bell));
+        assert!(node.peer_counts(key).get().is_some(), "filed");
+        assert!(node.peer_counts(other).get().is_none());
+        assert_eq!(open_to(&name), 1, "mapped: no descriptor kept");
+        assert_eq!(open_to(&second_name), 1, "the second count was closed");
     }
 
     /// The sleeper's protocol as steps (see [`crate::interleave`]): the

@@ -93,6 +93,12 @@ impl<P: PageBuf> Inbox<P> {
         }
     }
 
+    /// Our token, which the peer stamps its pages with (and names the
+    /// connection by when it passes us its count of spinners).
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+
     /// The handshake (and ZAP) completed with a peer whose fabric address
     /// the node knows as `source` (`None` if the provider reports no
     /// source addresses): from now on its pages are claimed.

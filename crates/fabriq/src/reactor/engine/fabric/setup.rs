@@ -31,7 +31,8 @@ impl FabricEngine {
         encrypt: bool,
     ) -> Vec<(&'static str, Bytes)> {
         // Without wait descriptors: the doorbell's name, or (without one)
-        // an empty value, to be rung over the control connection.
+        // an empty value, to be rung over the control connection. (Our
+        // count of spinners is not named: `learn_peer` passes it.)
         let doorbell = (!node.cq_waitable).then(|| {
             node.doorbell
                 .as_ref()
@@ -43,9 +44,6 @@ impl FabricEngine {
             window: node.window(),
             page: node.page_size,
             read_max: (node.rma && !encrypt).then_some(limits.read_max),
-            spinners: doorbell
-                .as_ref()
-                .and_then(|_| node.spinners.as_deref().and_then(wake::spinners_at)),
             doorbell,
             encrypt,
         };
@@ -80,6 +78,7 @@ impl FabricEngine {
         let demux: Arc<dyn Demux> = node.clone();
         poller.join(&demux).map_err(|e| e.to_string())?;
         let (key, stamp) = node.add(token, fabric.encrypt)?;
+        let peer_counts = node.peer_counts(key);
         let (sealer, page_key) = match fabric.encrypt {
             true => {
                 let (sealer, key) = Sealer::generate();
@@ -128,7 +127,7 @@ impl FabricEngine {
             spins: opts.spin_us > 0,
             spell,
             counted_spell: 0,
-            peer_spinners: None,
+            peer_counts,
             peer_doorbell: None,
             peer_app_bell: None,
             unrung: false,
@@ -151,7 +150,8 @@ impl FabricEngine {
 
     /// The handshake (and ZAP) completed: reads the peer's fabric fields
     /// from its READY, checks its data address against the control
-    /// connection, files it at the node, and grants its first credits.
+    /// connection, files it at the node, passes it our count of spinners
+    /// (a peer with a doorbell), and grants its first credits.
     pub(super) fn learn_peer(&mut self) -> Result<(), String> {
         let props = &self
             .control
@@ -179,10 +179,13 @@ impl FabricEngine {
         let remote = self.node.authenticate(self.key, &peer.address)?;
         self.remote = Some(remote);
         self.outbox.set_limit(peer.page.min(self.node.page_size));
-        self.peer_spinners = match (&peer.doorbell, &peer.spinners) {
-            (Some(_), Some(at)) => wake::open_spinners(at),
-            _ => None,
-        };
+        if let Some(name) = peer.doorbell.as_deref().filter(|name| !name.is_empty()) {
+            // Now that the peer is authenticated and its address checked:
+            // our count of spinners, as a read-only descriptor on its
+            // doorbell, for the connection it knows by its token (never
+            // a pid or descriptor number in READY).
+            self.node.send_counts(name, peer.token);
+        }
         self.peer_doorbell = peer.doorbell.clone();
         self.peer_app_bell = peer
             .doorbell

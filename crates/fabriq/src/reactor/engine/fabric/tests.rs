@@ -114,7 +114,6 @@ impl Side {
             page: self.page,
             doorbell: None,
             read_max: self.rma.then_some(1 << 20),
-            spinners: None,
             encrypt: false,
         }
     }

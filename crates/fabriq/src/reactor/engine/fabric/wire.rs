@@ -53,17 +53,16 @@ pub(crate) const PROP_WINDOW: &str = "X-Fabriq-Ofi-Window";
 /// The receiver's page size: a sender fills no more of a page.
 pub(crate) const PROP_PAGE: &str = "X-Fabriq-Ofi-Page";
 /// Present when the receiver's node has no wait descriptor to sleep on:
-/// the sender then rings it (a `RING` command on the control connection)
-/// after sending pages, so it does not wait for its next poll.
+/// the sender then rings it after sending pages, so it does not wait for
+/// its next poll: a datagram to the doorbell named, or (the value empty)
+/// a `RING` command on the control connection. The count of spinning
+/// sockets a node with a doorbell keeps is not named in READY: it is
+/// passed as a descriptor on the peer's doorbell (`wake.rs`).
 pub(crate) const PROP_DOORBELL: &str = "X-Fabriq-Ofi-Doorbell";
 /// Present when the node can lend memory for RMA reads and read it: the
 /// largest frame it reads from a peer's memory (decimal bytes; larger
 /// frames come through pages).
 pub(crate) const PROP_RMA: &str = "X-Fabriq-Ofi-Rma";
-/// With a doorbell: where the peer finds the count of our sockets that
-/// spin on the node (`HOST:PID:FD`, HOST a hash of the boot id, `wake.rs`
-/// `host_tag`); while it is above zero the peer need not ring (`crate::spin`).
-pub(crate) const PROP_SPINNERS: &str = "X-Fabriq-Ofi-Spinners";
 /// `1` when the node seals its pages (`fabric_encrypt`); both sides must
 /// agree.
 pub(crate) const PROP_ENCRYPT: &str = "X-Fabriq-Ofi-Encrypt";
@@ -353,7 +352,7 @@ pub fn parse_control(name: &[u8], body: &[u8]) -> Option<Control> {
 pub const MAX_ADDRESS: usize = 256;
 /// The largest window a peer may announce, in pages.
 pub const MAX_WINDOW: u32 = 1 << 16;
-/// The longest doorbell or spinner-count name READY may carry.
+/// The longest doorbell name READY may carry.
 pub const MAX_NAME: usize = 128;
 
 /// The fabric side of a peer, from its READY.
@@ -373,8 +372,6 @@ pub struct PeerFabric {
     /// It can lend memory and read it (RMA): the largest frame it reads
     /// from our memory.
     pub read_max: Option<u64>,
-    /// Where its count of spinners is (`HOST:PID:FD`), with a doorbell.
-    pub spinners: Option<String>,
     /// It seals its pages and expects ours sealed (`fabric_encrypt`).
     pub encrypt: bool,
 }
@@ -438,6 +435,8 @@ pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
                 .ok_or("a malformed fabric RMA size")?,
         ),
     };
+    // (An older peer's `X-Fabriq-Ofi-Spinners`, where its count of
+    // spinners was, is ignored: it is rung every time.)
     Ok(PeerFabric {
         address,
         token,
@@ -445,7 +444,6 @@ pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
         page,
         doorbell: name(PROP_DOORBELL)?,
         read_max,
-        spinners: name(PROP_SPINNERS)?,
         encrypt: props.get(PROP_ENCRYPT).is_some_and(|v| &v[..] == b"1"),
     })
 }
@@ -454,7 +452,7 @@ pub fn parse_peer(props: &Properties) -> Result<PeerFabric, String> {
 /// back: the address (hex), token (16 hex digits), window and page size,
 /// and each optional field that is set (`X-Fabriq-Ofi-Encrypt: 1`, the
 /// RMA size, the doorbell, its value empty to be rung over the control
-/// connection, and the spinner count's place).
+/// connection).
 pub fn ready_fields(ours: &PeerFabric) -> Vec<(&'static str, Bytes)> {
     let mut props = vec![
         (PROP_ADDRESS, Bytes::from(hex(&ours.address))),
@@ -470,9 +468,6 @@ pub fn ready_fields(ours: &PeerFabric) -> Vec<(&'static str, Bytes)> {
     }
     if let Some(name) = &ours.doorbell {
         props.push((PROP_DOORBELL, Bytes::from(name.clone())));
-    }
-    if let Some(at) = &ours.spinners {
-        props.push((PROP_SPINNERS, Bytes::from(at.clone())));
     }
     props
 }

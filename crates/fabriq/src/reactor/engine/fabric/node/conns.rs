@@ -22,9 +22,21 @@ impl Node {
                 in_flight: 0,
                 failed: None,
                 read: None,
+                counts: Arc::default(),
             },
         );
         Ok((key, stamp))
+    }
+
+    /// The cell where the count of spinners `key`'s peer passes us goes
+    /// ([`Node::drain_bell`]); the engine reads it when it rings, without
+    /// the node's lock. Empty, and never filled, for a key not filed.
+    pub(crate) fn peer_counts(&self, key: u32) -> Arc<OnceLock<SharedCounter>> {
+        self.lock()
+            .conns
+            .get(&key)
+            .map(|c| c.counts.clone())
+            .unwrap_or_default()
     }
 
     /// The handshake of `key` completed with a peer at fabric `address`:

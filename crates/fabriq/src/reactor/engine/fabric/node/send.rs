@@ -1,5 +1,8 @@
 //! Sending: pages from the pool, shared among the connections so that
-//! none starves, the sends themselves, and ringing a peer's doorbell.
+//! none starves, the sends themselves, ringing a peer's doorbell and
+//! passing it our count of spinners.
+
+use std::os::fd::AsFd;
 
 use super::*;
 
@@ -116,6 +119,23 @@ impl Node {
     /// Rings the doorbell named `name` (a peer's, from its READY).
     pub(crate) fn ring(&self, name: &str) -> bool {
         self.ringer.ring(name)
+    }
+
+    /// Passes a read-only descriptor of our count of spinners, if we keep
+    /// one, to the doorbell named `doorbell` (a peer's, from its READY),
+    /// for the connection the peer knows by `token` (the token it gave
+    /// it): one datagram ([`Ringer::send_counts`]). If it cannot go, the
+    /// peer rings every time, as it did before it had the count.
+    pub(crate) fn send_counts(&self, doorbell: &str, token: u64) {
+        let Some(counts) = &self.spinners else {
+            return;
+        };
+        let sent = counts
+            .read_only_fd()
+            .and_then(|fd| self.ringer.send_counts(doorbell, token, fd.as_fd()));
+        if let Err(e) = sent {
+            tracing::debug!("cannot pass our spinner count to the peer ({e}): it rings every time");
+        }
     }
 }
 

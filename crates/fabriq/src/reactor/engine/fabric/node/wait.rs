@@ -38,6 +38,41 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Drains `bell` (the doorbell, or the nudge socket, which nobody is
+    /// told of) of every datagram ([`Doorbell::drain`]), filing each
+    /// count of spinners a peer passed for one of our connections;
+    /// true when there was a datagram.
+    pub(crate) fn drain_bell(&self, bell: &Doorbell) -> bool {
+        bell.drain(|token, fd| self.file_counts(token, fd))
+    }
+
+    /// Files the count `fd` a peer passed with `token` for the connection
+    /// whose token that is, if there is one and it has none yet; else
+    /// `fd` is closed. It is mapped outside the node's lock, and only
+    /// if it is a counter ([`SharedCounter::from_fd`]: a regular file of
+    /// one page whose size is sealed); a connection given none, or one
+    /// refused, has its peer rung every time.
+    fn file_counts(&self, token: u64, fd: std::os::fd::OwnedFd) {
+        let cell = {
+            let s = self.lock();
+            s.conns
+                .values()
+                .find(|c| c.inbox.token() == token)
+                .map(|c| c.counts.clone())
+        };
+        let Some(cell) = cell.filter(|c| c.get().is_none()) else {
+            return;
+        };
+        match SharedCounter::from_fd(fd) {
+            Ok(counts) => {
+                let _ = cell.set(counts);
+            }
+            Err(e) => tracing::debug!("a peer's spinner count refused: {e}"),
+        }
+    }
+}
+
 /// A node's bell as a socket's thread sleeps on it in a receive
 /// ([`PullWait`]), on providers without wait descriptors (shm).
 ///
@@ -109,10 +144,10 @@ impl PullWait for BellWait {
     fn take(&self) -> bool {
         match &self.app {
             Some((app, _)) => {
-                app.drain();
+                app.drain_rings();
             }
             None => {
-                if !self.bell.drain() {
+                if !self.node.drain_bell(&self.bell) {
                     // The I/O thread drained it first: it reaps and hands
                     // out.
                     return false;
@@ -186,7 +221,7 @@ impl Demux for Node {
     fn take_ready(&self, out: &mut Vec<Token>) {
         // Edge-triggered: drain every ring.
         if let Some(bell) = self.doorbell.as_ref().or(self.nudge.as_ref()) {
-            let _ = bell.drain();
+            let _ = self.drain_bell(bell);
         }
         let mut s = self.lock();
         out.append(&mut s.pending_ready);
@@ -298,7 +333,7 @@ mod tests {
                 assert!(!receiver.claim_pending(key), "{order}: nobody else's");
             }
             wait.settle();
-            let handed_back = nudge.drain();
+            let handed_back = receiver.drain_bell(&nudge);
             assert_eq!(handed_back, order == "engine busy", "{order}");
             if handed_back {
                 let mut out = Vec::new();
