@@ -33,6 +33,16 @@ use rustix::net::{
 /// What a datagram that passes a count of spinners starts with; the
 /// token follows (8 bytes, little-endian), and nothing else.
 pub(crate) const COUNTS_MAGIC: &[u8; 8] = b"FQCOUNTS";
+/// What every doorbell's name starts with (then 128 random bits): the
+/// only names we ring or pass our count to.
+const NAME_PREFIX: &str = "fabriq-ofi-";
+
+/// Whether `name` is a doorbell's of our form ([`NAME_PREFIX`]): a peer
+/// cannot make us send to any other socket of the namespace.
+fn is_doorbell_name(name: &str) -> bool {
+    name.starts_with(NAME_PREFIX)
+}
+
 /// The descriptors a drained datagram has room for (at least); the
 /// kernel closes any more (`MSG_CTRUNC`).
 const FDS_MAX: usize = 4;
@@ -124,7 +134,7 @@ pub(crate) struct Doorbell {
 impl Doorbell {
     /// Binds a new doorbell to a random name.
     pub(crate) fn open() -> io::Result<Doorbell> {
-        Doorbell::bind(format!("fabriq-ofi-{}", random_name()?))
+        Doorbell::bind(format!("{NAME_PREFIX}{}", random_name()?))
     }
 
     /// Binds the application bell of the node whose doorbell is
@@ -233,9 +243,7 @@ impl Ringer {
     /// Returns false if that cannot be done (then the control connection
     /// carries the ring).
     pub(crate) fn ring(&self, name: &str) -> bool {
-        // Only doorbells of ours: a peer cannot make us send to any
-        // other socket of the namespace.
-        if !name.starts_with("fabriq-ofi-") {
+        if !is_doorbell_name(name) {
             return false;
         }
         let Some(socket) = self.socket() else {
@@ -264,7 +272,7 @@ impl Ringer {
         token: u64,
         counts: BorrowedFd<'_>,
     ) -> io::Result<()> {
-        if !name.starts_with("fabriq-ofi-") {
+        if !is_doorbell_name(name) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a fabriq doorbell",
@@ -312,7 +320,7 @@ pub(crate) mod tests {
         let b = Doorbell::open().unwrap();
         let (name_a, name_b) = (a.name.clone(), b.name.clone());
         assert_ne!(name_a, name_b);
-        assert_eq!(name_a.len(), "fabriq-ofi-".len() + 32);
+        assert_eq!(name_a.len(), NAME_PREFIX.len() + 32);
         let ringer = Ringer::default();
         assert!(ringer.ring(&name_a));
         let mut buf = [0u8; 4];
