@@ -492,22 +492,25 @@ impl Session {
     ) -> Outcome {
         let fatal = is_fatal(&end);
         self.report_end(slot, end, now);
+        let retry = self.schedule_reconnect(fatal, now).filter(|_| {
+            self.linger.is_none() || self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0)
+        });
         // The pipe is closed before the connection: once the peer can see
         // its connection end, the socket is told its pipe is gone, and its
         // next send prunes it instead of sending into it. (Closed after,
         // a send the application made as soon as the peer was gone could
         // be round-robined into the dying pipe and lost, though another
-        // peer had room.)
-        if self.pipe_per_connection {
+        // peer had room.) A session that will not try again closes its
+        // pipe here too, so that DISCONNECTED is never seen while a send
+        // could still go into it.
+        if self.pipe_per_connection || retry.is_none() {
             if let Some(p) = self.pipe.take() {
                 p.close();
             }
         }
         self.drop_connection(slot, poller);
-        match self.schedule_reconnect(fatal, now) {
-            Some(wait)
-                if self.linger.is_none() || self.pipe.as_ref().is_some_and(|p| p.rx.len() > 0) =>
-            {
+        match retry {
+            Some(wait) => {
                 self.socket.monitor.emit(
                     Event::ConnectRetried,
                     wait.as_millis() as u32,
