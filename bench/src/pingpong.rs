@@ -319,10 +319,17 @@ impl Drop for Proc {
     }
 }
 
-fn spawn(exe: &Path, name: &'static str, args: &[String], cpus: &[usize]) -> Result<Proc, String> {
+fn spawn(
+    exe: &Path,
+    name: &'static str,
+    args: &[String],
+    cpus: &[usize],
+    env: &[(&str, &str)],
+) -> Result<Proc, String> {
     let mut cmd = Command::new(exe);
     use std::os::unix::process::CommandExt;
     cmd.args(args)
+        .envs(env.iter().copied())
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -382,7 +389,9 @@ fn tail(s: &str) -> String {
 }
 
 /// Runs one fi_pingpong trial: server and client on `provider`, `iters`
-/// round trips of `size` bytes, both killed at `deadline`.
+/// round trips of `size` bytes, both killed at `deadline`, with `env`
+/// added to their environment.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     exe: &Path,
     provider: &str,
@@ -391,6 +400,7 @@ pub fn run(
     deadline: Instant,
     server_cpus: &CpuSets,
     client_cpus: &CpuSets,
+    env: &[(&str, &str)],
 ) -> Result<Outcome, String> {
     let common = common_args(provider, size, iters);
     let mut last_err = String::new();
@@ -399,7 +409,7 @@ pub fn run(
         let port = free_port()?.to_string();
         let mut server_args = common.clone();
         server_args.extend(["-B".to_string(), port.clone()]);
-        let mut server = spawn(exe, "server", &server_args, &server_cpus.process)?;
+        let mut server = spawn(exe, "server", &server_args, &server_cpus.process, env)?;
         let port_n: u16 = port.parse().unwrap_or(0);
         while !listening(port_n) && server.running() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
@@ -424,7 +434,7 @@ pub fn run(
         }
         let mut client_args = common.clone();
         client_args.extend(["-P".to_string(), port.clone(), "127.0.0.1".to_string()]);
-        let mut client = spawn(exe, "client", &client_args, &client_cpus.process)?;
+        let mut client = spawn(exe, "client", &client_args, &client_cpus.process, env)?;
         while (client.running() || server.running()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }

@@ -345,6 +345,7 @@ impl WorkerProc {
             cmd.args(&worker_args);
             (cmd, None)
         };
+        cmd.envs(spec.scenario.variant.env().iter().copied());
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -567,6 +568,7 @@ fn run_pingpong(ctx: &RunContext, sc: &Scenario) -> Result<crate::pingpong::Outc
         Instant::now() + ctx.deadline,
         &server,
         &client,
+        sc.variant.env(),
     )?;
     ctx.pingpong_us
         .borrow_mut()

@@ -250,6 +250,13 @@ pub enum FabricVariant {
     /// Blocking calls spin for up to [`SPIN_US`] µs before they sleep
     /// (`set_spin_us`), as `fi_pingpong` busy-polls.
     Spin,
+    /// The engine's defaults over ofi+shm with the provider's CMA turned
+    /// off (`FI_SHM_DISABLE_CMA=1` in the environment of every process of
+    /// the trial, fabriq's, the floor's and fi_pingpong's), as where the
+    /// kernel does not let one process `process_vm_readv` another (Yama's
+    /// `ptrace_scope`, containers): sends over 4 KiB then go through the
+    /// provider's segment buffers. ofi+shm only.
+    NoCma,
     /// Not a fabric mode: REQ/REP over tcp and ipc with busy-polling
     /// receives, [`BUSY_US`] µs before sleeping, in fabriq
     /// (`set_spin_us`) and omq (`Options::recv_spin`, the 50 µs of its
@@ -278,6 +285,7 @@ impl FabricVariant {
             FabricVariant::Default => "",
             FabricVariant::Unbuffered => "+unbuffered",
             FabricVariant::Spin => "+spin",
+            FabricVariant::NoCma => "+nocma",
             FabricVariant::Busy => "+busy",
         }
     }
@@ -292,19 +300,38 @@ impl FabricVariant {
             FabricVariant::Spin => {
                 "spin: blocking calls spin 20 ms before sleeping (set_spin_us(20000))"
             }
+            FabricVariant::NoCma => {
+                "nocma: engine defaults over ofi+shm with FI_SHM_DISABLE_CMA=1 (every process of the trial)"
+            }
             FabricVariant::Busy => {
                 "busy: receives spin 50 us before sleeping (fabriq set_spin_us(50), omq recv_spin 50 us; libzmq as usual)"
             }
         }
     }
+
+    /// What the variant sets in the environment of each process of a
+    /// trial (libfabric reads it when it loads a provider).
+    pub fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            FabricVariant::NoCma => &[("FI_SHM_DISABLE_CMA", "1")],
+            _ => &[],
+        }
+    }
+
+    /// Whether the variant is run on `transport`.
+    pub fn applies_to(self, transport: Transport) -> bool {
+        self != FabricVariant::NoCma || transport == Transport::OfiShm
+    }
 }
 
-/// The fabric variants every fabric scenario is run in, in order. Add the
-/// engine's modes here as they land (see [`FabricVariant`]).
+/// The fabric variants every fabric scenario is run in, in order (where
+/// [`FabricVariant::applies_to`] its transport). Add the engine's modes
+/// here as they land (see [`FabricVariant`]).
 pub const FABRIC_VARIANTS: &[FabricVariant] = &[
     FabricVariant::Default,
     FabricVariant::Unbuffered,
     FabricVariant::Spin,
+    FabricVariant::NoCma,
 ];
 
 /// One scenario: a pattern on a transport with one message size.
@@ -573,7 +600,13 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
         if !selected.contains(&transport) {
             continue;
         }
-        for &variant in FABRIC_VARIANTS {
+        // Without CMA in full and smoke runs only: the demo's quick run
+        // stays short.
+        for &variant in FABRIC_VARIANTS
+            .iter()
+            .filter(|v| v.applies_to(transport))
+            .filter(|v| **v != FabricVariant::NoCma || mode != Mode::Quick)
+        {
             for pattern in patterns
                 .into_iter()
                 .filter(wanted)

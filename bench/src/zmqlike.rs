@@ -107,7 +107,7 @@ pub fn fabric_tune(sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String>
         return Ok(());
     }
     match sc.variant {
-        FabricVariant::Default | FabricVariant::Busy => Ok(()),
+        FabricVariant::Default | FabricVariant::Busy | FabricVariant::NoCma => Ok(()),
         FabricVariant::Unbuffered => sock.set_fabric_buffered(false),
         FabricVariant::Spin => sock.set_spin_us(crate::scenario::SPIN_US),
     }

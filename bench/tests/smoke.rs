@@ -444,3 +444,31 @@ fn the_full_fabric_run_fans_out_to_1_4_and_16_subscribers() {
     let cli = BenchCli::try_parse_from(["fabriq-bench", "--fabric", "--quick"]).expect("args");
     assert!(!plan(&cli.run).iter().any(|s| s.key().starts_with("pubsub")));
 }
+
+/// The variant without CMA runs over ofi+shm only (tcp has no CMA), in
+/// full and smoke runs, not in the demo's quick run, and its trials get
+/// `FI_SHM_DISABLE_CMA=1` (the smoke run above runs them).
+#[test]
+fn the_no_cma_variant_runs_over_shm_in_full_and_smoke_runs() {
+    for args in [["fabriq-bench", "--fabric"], ["fabriq-bench", "--smoke"]] {
+        let mut args = args.to_vec();
+        if args[1] == "--smoke" {
+            args.push("--fabric");
+        }
+        let cli = BenchCli::try_parse_from(args.clone()).expect("args");
+        let keys: Vec<String> = plan(&cli.run).iter().map(|s| s.key()).collect();
+        for key in ["pushpull/ofi+shm+nocma/65536", "reqrep/ofi+shm+nocma/64"] {
+            assert!(keys.contains(&key.to_string()), "{args:?}: {key}: {keys:?}");
+        }
+        assert!(
+            !keys.iter().any(|k| k.contains("ofi+tcp+nocma")),
+            "{keys:?}"
+        );
+    }
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--fabric", "--quick"]).expect("args");
+    assert!(!plan(&cli.run).iter().any(|s| s.key().contains("+nocma")));
+    assert_eq!(
+        fabriq_bench::scenario::FabricVariant::NoCma.env(),
+        &[("FI_SHM_DISABLE_CMA", "1")]
+    );
+}

@@ -34,6 +34,7 @@
 //! sequence number and are reordered.
 
 pub(crate) mod addr;
+mod again;
 pub(crate) mod conn;
 pub(crate) mod node;
 pub(crate) mod rx;
@@ -48,7 +49,7 @@ pub(crate) mod wire;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use fabriq_ofi::{FiAddr, Page, SharedCounter};
@@ -64,9 +65,6 @@ use conn::{Effect, Flow};
 use node::Node;
 use tx::{Filled, Outbox, Source};
 use wire::{PageItem, PageReader, Rdv, KEY, RING};
-
-/// How soon a send the provider refused (EAGAIN) is tried again.
-const RETRY: Duration = Duration::from_micros(200);
 
 /// One fabric connection. See the module documentation.
 pub(crate) struct FabricEngine {
@@ -131,8 +129,10 @@ pub(crate) struct FabricEngine {
     alternates: bool,
     failed: Option<String>,
     /// When to try a refused send or read again (the provider said
-    /// EAGAIN while nothing of ours was in flight to bring a completion).
+    /// EAGAIN), as `again` decides.
     retry_at: Option<Instant>,
+    /// The current episode of refusals ([`again::Again`]).
+    again: again::Again,
     /// A rendezvous read the provider refused for now: length, address,
     /// key.
     pending_read: Option<(usize, u64, u64)>,
@@ -337,15 +337,19 @@ impl FabricEngine {
     }
 
     /// Posts the rendezvous read waiting to be posted, if the provider
-    /// takes it now (else it is tried again after [`RETRY`]).
+    /// takes it now (else it is tried again when [`again::Again`] says).
     fn post_pending_read(&mut self, now: Instant) {
         let (Some((len, addr, rkey)), Some(remote)) = (self.pending_read, self.remote) else {
             return;
         };
         match self.node.read(self.key, remote, len, addr, rkey) {
-            Ok(true) => self.pending_read = None,
+            Ok(true) => {
+                self.pending_read = None;
+                self.again.accepted();
+            }
             Ok(false) => {
-                self.retry_at.get_or_insert(now + RETRY);
+                let at = self.again.refused(now);
+                self.retry_at = Some(self.retry_at.map_or(at, |t| t.min(at)));
             }
             Err(why) => {
                 self.pending_read = None;
@@ -390,11 +394,12 @@ impl FabricEngine {
                 {
                     Ok(()) => {
                         src.flow.sent();
+                        self.again.accepted();
                         sent = true;
                     }
                     Err((page, tail)) => {
                         self.outbox.put_back(page, tail);
-                        self.retry_at = Some(now + RETRY);
+                        self.retry_at = Some(self.again.refused(now));
                         break;
                     }
                 }

@@ -142,6 +142,7 @@ impl FabricEngine {
             alternates,
             failed: None,
             retry_at: None,
+            again: Default::default(),
             pending_read: None,
             drain_end: None,
             awaits_page: false,
