@@ -939,3 +939,70 @@ fn connections_on_several_io_threads_each_have_a_node() {
         assert!(got == want, "{provider}: the messages differ");
     }
 }
+
+/// The fabric over shm without CMA (`FI_SHM_DISABLE_CMA=1`), as where the
+/// kernel does not let one process `process_vm_readv` another (Yama's
+/// `ptrace_scope`, containers without `CAP_SYS_PTRACE`): every send of
+/// more than 4 KiB then goes through the provider's segment buffers,
+/// which move only while both sides progress, and rendezvous reads copy
+/// through them too. libfabric reads the variable once, when it loads
+/// the provider, so [`shm_cases_of_every_size`] runs in a child process
+/// of this test binary that has it set (run directly, it runs with CMA).
+#[test]
+fn without_cma_shm_streams_and_answers_every_size() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("FI_SHM_DISABLE_CMA", "1")
+        .args([
+            "--exact",
+            "shm_cases_of_every_size",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("the test binary runs again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the cases without CMA failed:\n{text}"
+    );
+    assert!(
+        text.contains("1 passed"),
+        "the cases did not run in the child:\n{text}"
+    );
+}
+
+/// Streams messages of 4 KiB to 1 MiB (segment buffers, pages, lent
+/// frames read by rendezvous) and answers requests of those sizes.
+#[test]
+fn shm_cases_of_every_size() {
+    let sizes = [4096usize, 4097, 16_384, 65_536, 200_000, 1 << 20];
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    let push = socket(&other, zmq::PUSH);
+    join("shm", &pull, &push);
+    let msgs = (0..300).map(|i| body(i, sizes[i % sizes.len()])).collect();
+    stream(push, &pull, msgs, "shm, every size");
+
+    let rep = socket(&ctx, zmq::REP);
+    let req = socket(&other, zmq::REQ);
+    join("shm", &rep, &req);
+    let server = std::thread::spawn(move || {
+        for _ in 0..60 {
+            let m = rep.recv_bytes(0).unwrap();
+            rep.send(&m[..], 0).unwrap();
+        }
+    });
+    for i in 0..60usize {
+        let m = body(i, sizes[i % sizes.len()]);
+        req.send(&m[..], 0).unwrap();
+        let got = req
+            .recv_bytes(0)
+            .unwrap_or_else(|e| panic!("round trip {i}: {e}"));
+        assert!(got == m, "round trip {i}: {} bytes", got.len());
+    }
+    server.join().unwrap();
+}
