@@ -644,15 +644,26 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
     }
     let spec = spec(ctx, sc, slot, connect_role, endpoints, conn_cpus);
     let mut conn = WorkerProc::spawn(ctx, &spec, format!("{imp} {connect_role:?}").to_lowercase())?;
-    if !reqrep {
-        for b in &mut binders {
-            b.expect("READY", deadline)?;
-        }
-        conn.tell("go")?;
-    }
     let mut reports = Vec::new();
-    for b in &mut binders {
-        reports.push(b.report(deadline)?);
+    let binders_done = (|| {
+        if !reqrep {
+            for b in &mut binders {
+                b.expect("READY", deadline)?;
+            }
+            conn.tell("go")?;
+        }
+        for b in &mut binders {
+            reports.push(b.report(deadline)?);
+        }
+        Ok::<(), String>(())
+    })();
+    if let Err(e) = binders_done {
+        // A binder that gave up waiting often did so because the
+        // connecting side failed first: say what it said, if it did.
+        return Err(match conn.report(Instant::now() + PEER_LAST_WORDS) {
+            Err(why) if !why.contains("deadline passed") => format!("{e}; {why}"),
+            _ => e,
+        });
     }
     if !reqrep {
         conn.tell("done")?;
@@ -660,6 +671,10 @@ fn run_workers(ctx: &RunContext, sc: &Scenario, slot: Slot) -> Result<Vec<Worker
     reports.insert(0, conn.report(deadline)?);
     Ok(reports)
 }
+
+/// How long a failed trial waits for the connecting side's own report,
+/// to name its error beside the binder's.
+const PEER_LAST_WORDS: Duration = Duration::from_secs(2);
 
 /// PUB/SUB to several receiver processes: the rate at which every one of
 /// them got every message, from the first timed message any received to

@@ -493,6 +493,9 @@ int fabriq_ofi_ep_bind_av(struct fid_ep *ep, struct fid_av *av) {
     return fi_ep_bind(ep, &av->fid, 0);
 }
 int fabriq_ofi_enable(struct fid_ep *ep) { return fi_enable(ep); }
+int fabriq_ofi_setname(struct fid_ep *ep, void *addr, size_t len) {
+    return fi_setname(&ep->fid, addr, len);
+}
 int fabriq_ofi_getname(struct fid_ep *ep, void *addr, size_t *len) {
     return fi_getname(&ep->fid, addr, len);
 }

@@ -70,7 +70,7 @@ impl Endpoint {
             unsafe { sys::fabriq_ofi_endpoint(domain.inner.ptr.as_ptr(), info.as_ptr(), &mut ptr) };
         sys::check("fi_endpoint", ret as isize)?;
         let ptr = NonNull::new(ptr).ok_or(Error::Invalid("fi_endpoint returned NULL".into()))?;
-        Ok(Endpoint {
+        let ep = Endpoint {
             ptr,
             info,
             enabled: false,
@@ -78,7 +78,28 @@ impl Endpoint {
             _cqs: Vec::new(),
             _av: None,
             domain: domain.inner.clone(),
-        })
+        };
+        if ep.info.provider().split(';').next() == Some("shm") {
+            ep.set_name(&shm_name())?;
+        }
+        Ok(ep)
+    }
+
+    /// Names the endpoint (`fi_setname`) before it is enabled: for shm,
+    /// the name of its region in /dev/shm, which peers map.
+    fn set_name(&self, name: &std::ffi::CStr) -> Result<()> {
+        let bytes = name.to_bytes_with_nul();
+        // SAFETY: valid endpoint, not yet enabled; `bytes` is a live,
+        // NUL-terminated string for the call, which copies it (shm
+        // `strdup`s the name) and keeps no pointer to it.
+        let ret = unsafe {
+            sys::fabriq_ofi_setname(
+                self.ptr.as_ptr(),
+                bytes.as_ptr() as *mut c_void,
+                bytes.len(),
+            )
+        };
+        sys::check("fi_setname", ret as isize)
     }
 
     /// Closes the endpoint (`fi_close`), once; later calls return `Ok`.
@@ -337,4 +358,22 @@ impl Endpoint {
         let ret = unsafe { sys::fabriq_ofi_cancel(self.ptr.as_ptr(), context as *mut c_void) };
         sys::check("fi_cancel", ret)
     }
+}
+
+/// A name for an shm endpoint's region that no other endpoint, living or
+/// dead, has: libfabric 1.17 names it `PID:DOMAIN:ENDPOINT` by default,
+/// and an endpoint of a process that did not close it (killed, crashed)
+/// leaves its region in /dev/shm under that name; a later process given
+/// the same pid (pids wrap at `kernel.pid_max`, 32768 by default) then
+/// failed `fi_enable` with `EBUSY` (seen: the bench's shm floor, with 44
+/// such regions left by killed test processes). The pid, a count within
+/// the process and the clock in nanoseconds make the name unique.
+fn shm_name() -> std::ffi::CString {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::ffi::CString::new(format!("fabriq-{}-{seq}-{nanos:x}", std::process::id()))
+        .expect("no NUL in a formatted name")
 }

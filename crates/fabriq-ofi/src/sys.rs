@@ -138,6 +138,7 @@ shim! {
     pub fn fabriq_ofi_ep_bind_cq(ep: *mut fid_ep, cq: *mut fid_cq, flags: u64) -> c_int;
     pub fn fabriq_ofi_ep_bind_av(ep: *mut fid_ep, av: *mut fid_av) -> c_int;
     pub fn fabriq_ofi_enable(ep: *mut fid_ep) -> c_int;
+    pub fn fabriq_ofi_setname(ep: *mut fid_ep, addr: *mut c_void, len: usize) -> c_int;
     pub fn fabriq_ofi_getname(ep: *mut fid_ep, addr: *mut c_void, len: *mut usize) -> c_int;
     pub fn fabriq_ofi_recv(ep: *mut fid_ep, buf: *mut c_void, len: usize, desc: *mut c_void, src: u64, context: *mut c_void) -> isize;
     pub fn fabriq_ofi_send(ep: *mut fid_ep, buf: *const c_void, len: usize, desc: *mut c_void, dest: u64, context: *mut c_void) -> isize;

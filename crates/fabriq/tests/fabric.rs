@@ -90,6 +90,12 @@ fn close_after_sending(provider: &str) {
     let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
     let pull = socket(&ctx, zmq::PULL);
     let push = socket(&other, zmq::PUSH);
+    // Linger until everything is out: `socket`'s 1 s is a bound on how
+    // long the pages may take, and on a loaded machine 300 messages of up
+    // to 20 kB over ofi+tcp took longer (the rest was dropped, as LINGER
+    // says, and the receive below timed out). `other` is dropped at the
+    // end, after every message arrived.
+    push.set_linger(-1).unwrap();
     join(provider, &pull, &push);
     for i in 0..300usize {
         push.send(&body(i, (i * 97) % 20_000)[..], 0).unwrap();

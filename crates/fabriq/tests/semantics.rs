@@ -216,8 +216,8 @@ const LATE_ROOM_LIMIT: usize = 64;
 /// [`LATE_ROOM_LIMIT`]; over inproc (no I/O thread between the pipes) the
 /// first must time out. With `pollout`, each try first asks for POLLOUT:
 /// room only grows while nobody sends, so POLLOUT followed by a timeout is
-/// a lie. `send(n)` sends message `first + n`, blocking. Returns how many
-/// were accepted.
+/// a lie. `send(n)` sends, blocking, the `n`th message after those sent
+/// so far (numbered from 0). Returns how many were accepted.
 fn send_until_timeout(
     sock: &zmq::Socket,
     transport: Transport,
