@@ -6,7 +6,7 @@
 //! The loader runs once per process, so each case runs in a child process
 //! (this test binary again, one test, its own environment).
 
-use std::process::Command;
+mod common;
 
 use fabriq_ofi::{getinfo, Error, Hints};
 
@@ -61,20 +61,9 @@ fn child(library: &str) {
 
 /// Runs [`CASE`] in `exe` with `FABRIQ_OFI_LIBRARY=library`; its output.
 fn child_of(exe: &std::path::Path, library: &str) -> String {
-    let out = Command::new(exe)
-        .args([CASE, "--exact", "--nocapture", "--test-threads=1"])
-        .env("FABRIQ_OFI_LIBRARY", library)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "child with FABRIQ_OFI_LIBRARY={library}:\n{text}"
-    );
+    let run = common::run_case(exe, CASE, &[("FABRIQ_OFI_LIBRARY", library)]);
+    let text = run.text;
+    assert!(run.ok, "child with FABRIQ_OFI_LIBRARY={library}:\n{text}");
     assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
     text
 }

@@ -14,7 +14,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use common::{deadline, need_fabric, pair, poll_until};
 use fabriq_ofi::{Event, PagedConfig};
@@ -27,24 +26,26 @@ const CHILD: &str = "FABRIQ_OFI_TEST_SQUAT_CHILD";
 /// process with our pid would have left.
 struct Squat(Vec<PathBuf>);
 
+/// The default names of the first endpoints of process `pid` (domains
+/// and endpoints numbered from 0), as paths in /dev/shm.
+fn default_names(pid: u32) -> impl Iterator<Item = PathBuf> {
+    (0..4).flat_map(move |domain| {
+        (0..4).map(move |ep| PathBuf::from(format!("/dev/shm/{pid}:{domain}:{ep}")))
+    })
+}
+
 impl Squat {
     fn our_default_names() -> Squat {
-        let pid = std::process::id();
-        let mut made = Vec::new();
-        for domain in 0..4 {
-            for ep in 0..4 {
-                let path = PathBuf::from(format!("/dev/shm/{pid}:{domain}:{ep}"));
-                // create_new: never take over a file that is someone's.
-                if std::fs::OpenOptions::new()
+        // create_new: never take over a file that is someone's.
+        let made = default_names(std::process::id())
+            .filter(|path| {
+                std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
-                    .open(&path)
+                    .open(path)
                     .is_ok()
-                {
-                    made.push(path);
-                }
-            }
-        }
+            })
+            .collect();
         Squat(made)
     }
 }
@@ -88,35 +89,19 @@ fn an_shm_endpoint_opens_where_a_dead_process_left_its_region() {
     if !need_fabric() || std::env::var_os(CHILD).is_some() {
         return;
     }
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "squatted_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the child");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("the child's output");
+    let run = common::run_case(
+        &std::env::current_exe().unwrap(),
+        "squatted_child",
+        &[(CHILD, "1")],
+    );
     // A child that died (libfabric 1.17 took SIGBUS on a squatted name
     // before the fix) left its squats: take away the empty files it made.
-    for domain in 0..4 {
-        for ep in 0..4 {
-            let path = PathBuf::from(format!("/dev/shm/{pid}:{domain}:{ep}"));
-            if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
-                let _ = std::fs::remove_file(&path);
-            }
+    for path in default_names(run.pid) {
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&path);
         }
     }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the child failed:\n{text}");
+    let text = run.text;
+    assert!(run.ok, "the child failed:\n{text}");
     assert!(text.contains("1 passed"), "the child ran nothing:\n{text}");
 }

@@ -155,3 +155,38 @@ pub fn send_retry(
         std::thread::yield_now();
     }
 }
+
+/// A test of this crate run alone in a child process.
+pub struct ChildRun {
+    /// The child's pid (for what it may leave behind).
+    pub pid: u32,
+    /// Whether it exited successfully.
+    pub ok: bool,
+    /// Its standard output, then its standard error.
+    pub text: String,
+}
+
+/// Runs test `case` alone in `exe` (this test binary, or a copy of it)
+/// with `env` set, and waits for it.
+pub fn run_case(exe: &std::path::Path, case: &str, env: &[(&str, &str)]) -> ChildRun {
+    use std::process::{Command, Stdio};
+    let child = Command::new(exe)
+        .args([case, "--exact", "--nocapture", "--test-threads=1"])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the child starts");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("the child's output");
+    ChildRun {
+        pid,
+        ok: out.status.success(),
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
