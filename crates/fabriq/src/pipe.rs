@@ -21,7 +21,7 @@ mod end;
 mod queue;
 
 pub(crate) use end::{PeerMeta, PipeEnd};
-pub(crate) use queue::{Queue, ReaderSide, Waker};
+pub(crate) use queue::{Queue, Reader, ReaderSide, Waker};
 
 /// What travels through a pipe.
 #[derive(Debug, Clone)]

@@ -373,11 +373,21 @@ impl Queue {
     /// `false` or the queue is empty: repeated [`Queue::pop`] under one
     /// lock (an engine encoding a batch for the wire).
     pub(crate) fn pop_each(&self, mut take: impl FnMut(Item) -> bool) {
-        let mut side = self.lock_reader();
-        while let Some(item) = self.pop_locked(&mut side) {
+        let mut reader = self.reader();
+        while let Some(item) = reader.pop() {
             if !take(item) {
                 break;
             }
+        }
+    }
+
+    /// The reader's side, held for a run of [`Reader::pop`]s under one
+    /// lock (an engine filling pages between pops). Only the queue's one
+    /// reader takes it, so holding it keeps nobody waiting.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        Reader {
+            queue: self,
+            side: self.lock_reader(),
         }
     }
 
@@ -525,6 +535,20 @@ impl Queue {
 
 /// A HWM part that does not count (see [`Queue::set_hwm_parts`]).
 const NO_PART: usize = usize::MAX;
+
+/// A queue's reader side, locked (see [`Queue::reader`]).
+pub(crate) struct Reader<'a> {
+    queue: &'a Queue,
+    side: PlainGuard<'a, ReaderSide>,
+}
+
+impl Reader<'_> {
+    /// [`Queue::pop`] without taking the lock again.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<Item> {
+        self.queue.pop_locked(&mut self.side)
+    }
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -156,6 +156,9 @@ struct EngineSource<'a> {
     key: u32,
     flow: &'a mut Flow<fabriq_ofi::Lent>,
     outbound: Option<&'a Queue>,
+    /// `outbound`'s reader side, locked at the first pop of a fill and
+    /// held until the fill ends (one lock a fill, not one an item).
+    reader: Option<crate::pipe::Reader<'a>>,
     subs: Option<&'a mut Topics>,
     rendezvous: bool,
     now: Instant,
@@ -176,7 +179,11 @@ impl Source<Page> for EngineSource<'_> {
         if self.flow.lending_full() {
             return None;
         }
-        let item = self.outbound.and_then(Queue::pop)?;
+        let reader = match &mut self.reader {
+            Some(reader) => reader,
+            None => self.reader.insert(self.outbound?.reader()),
+        };
+        let item = reader.pop()?;
         super::record_subscription(&item, self.subs.as_deref_mut());
         Some(item)
     }
@@ -375,6 +382,7 @@ impl FabricEngine {
             key: self.key,
             flow: &mut self.flow,
             outbound,
+            reader: None,
             subs,
             rendezvous: self.rendezvous,
             now,
@@ -417,6 +425,8 @@ impl FabricEngine {
                 Filled::NoPage => break,
             }
         }
+        // (Lets go of the socket's queue.)
+        drop(src);
         if let Some(why) = self.outbox.failed() {
             self.failed.get_or_insert(why);
         }

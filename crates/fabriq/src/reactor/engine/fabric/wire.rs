@@ -275,6 +275,21 @@ impl PageReader {
                     }
                 }
             };
+            if from_page && !frame.command && !frame.more && self.parts.is_empty() {
+                // The common case, a one-frame message in a page: no
+                // pinned parts to count.
+                let part = if self.copy_out {
+                    copies::count(Site::Gather, frame.data.len());
+                    // (Inline when small: no allocation of its own.)
+                    Part::copy_from_slice(&frame.data)
+                } else {
+                    Part::from(frame.data)
+                };
+                return Ok(Some(PageItem::Msg(Multipart::from_buf_and_len(
+                    [part, Part::new()],
+                    1,
+                ))));
+            }
             if frame.command && frame.data.get(1..1 + RDV.len()) == Some(RDV) && frame.data[0] == 3
             {
                 return Rdv::decode(&frame.data[4..]).map(|r| Some(PageItem::Rdv(r)));
@@ -540,5 +555,38 @@ mod tests {
             panic!("a two-frame message");
         };
         assert!(msg.iter().all(|p| in_pages(p, std::slice::from_ref(&page))));
+    }
+
+    #[test]
+    fn one_frame_messages_are_page_slices_unless_the_pool_runs_low() {
+        let mut reader = PageReader::new(None, false);
+        let mut page = vec![0u8, 3, 7, 7, 7];
+        page.extend_from_slice(&[0, 24]);
+        page.extend_from_slice(&[8; 24]);
+        let page = Bytes::from(page);
+        let mut received = VecDeque::from([page.clone()]);
+        let mut consumed = 0;
+        let next = |reader: &mut PageReader, received: &mut VecDeque<Bytes>, consumed: &mut u32| {
+            match reader.next(received, consumed).unwrap() {
+                Some(PageItem::Msg(msg)) => msg,
+                other => panic!("a message: {other:?}"),
+            }
+        };
+        let small = next(&mut reader, &mut received, &mut consumed);
+        assert_eq!((small.len(), &small[0][..]), (1, &[7u8; 3][..]));
+        assert!(in_pages(&small[0], std::slice::from_ref(&page)), "no copy");
+        let large = next(&mut reader, &mut received, &mut consumed);
+        assert_eq!((large.len(), &large[0][..]), (1, &[8u8; 24][..]));
+        assert!(in_pages(&large[0], std::slice::from_ref(&page)), "no copy");
+        assert_eq!(consumed, 1);
+        // A node whose pool runs low copies them out.
+        reader.set_copy_out(true);
+        received.push_back(page.clone());
+        for body in [&[7u8; 3][..], &[8; 24]] {
+            let copied = next(&mut reader, &mut received, &mut consumed);
+            assert_eq!((copied.len(), &copied[0][..]), (1, body));
+            assert!(!in_pages(&copied[0], std::slice::from_ref(&page)));
+        }
+        assert_eq!(consumed, 2);
     }
 }
