@@ -254,10 +254,27 @@ impl Proc {
         done
     }
 
-    /// Stops the process now.
+    /// Stops the process now, and removes the shared-memory regions its
+    /// `ofi+shm` endpoints leave behind (a killed process cannot unlink
+    /// them: `/dev/shm/fabriq-PID-*`, docs/fabric.md).
     pub fn kill(mut self) {
+        let pid = self.child.id();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        remove_shm_regions(pid);
+    }
+}
+
+/// Removes the shm regions of `pid`, a process that has ended.
+fn remove_shm_regions(pid: u32) {
+    let prefix = format!("fabriq-{pid}-");
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
