@@ -257,6 +257,15 @@ pub enum FabricVariant {
     /// `ptrace_scope`, containers): sends over 4 KiB then go through the
     /// provider's segment buffers. ofi+shm only.
     NoCma,
+    /// The engine's defaults, the sender sending its payload by
+    /// reference (`Message::from(Bytes)`, fabriq's zero-copy send) instead
+    /// of from a `&[u8]` copied into each message: the same work as the
+    /// streaming floor F, which sends from its own buffers. Applies to
+    /// fabriq's sending side, in the B and R trials alike (libzmq, omq
+    /// and the floors send as they always do). PUSH/PULL only, full runs
+    /// only.
+    #[serde(rename = "zc")]
+    ZeroCopy,
     /// Not a fabric mode: REQ/REP over tcp and ipc with busy-polling
     /// receives, [`BUSY_US`] µs before sleeping, in fabriq
     /// (`set_spin_us`) and omq (`Options::recv_spin`, the 50 µs of its
@@ -287,6 +296,7 @@ impl FabricVariant {
             FabricVariant::Spin => "+spin",
             FabricVariant::NoCma => "+nocma",
             FabricVariant::Busy => "+busy",
+            FabricVariant::ZeroCopy => "+zc",
         }
     }
 
@@ -305,6 +315,9 @@ impl FabricVariant {
             }
             FabricVariant::Busy => {
                 "busy: receives spin 50 us before sleeping (fabriq set_spin_us(50), omq recv_spin 50 us; libzmq as usual)"
+            }
+            FabricVariant::ZeroCopy => {
+                "zc: engine defaults, fabriq's sender sends its payload by reference (Message::from(Bytes)), as the floor sends from its own buffers (PUSH/PULL, full runs)"
             }
         }
     }
@@ -332,6 +345,7 @@ pub const FABRIC_VARIANTS: &[FabricVariant] = &[
     FabricVariant::Unbuffered,
     FabricVariant::Spin,
     FabricVariant::NoCma,
+    FabricVariant::ZeroCopy,
 ];
 
 /// One scenario: a pattern on a transport with one message size.
@@ -600,12 +614,14 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
         if !selected.contains(&transport) {
             continue;
         }
-        // Without CMA in full and smoke runs only: the demo's quick run
-        // stays short.
+        // Without CMA and by reference in full and smoke runs only: the
+        // demo's quick run stays short.
         for &variant in FABRIC_VARIANTS
             .iter()
             .filter(|v| v.applies_to(transport))
-            .filter(|v| **v != FabricVariant::NoCma || mode != Mode::Quick)
+            .filter(|v| {
+                !matches!(v, FabricVariant::NoCma | FabricVariant::ZeroCopy) || mode != Mode::Quick
+            })
         {
             for pattern in patterns
                 .into_iter()
@@ -613,6 +629,8 @@ pub fn plan(args: &RunArgs) -> Vec<Scenario> {
                 .filter(|p| !p.is_curve())
                 // PUB/SUB in the engine's default mode only.
                 .filter(|p| *p != Pattern::Pubsub || variant == FabricVariant::Default)
+                // By reference: streams, where the copy is the cost.
+                .filter(|p| *p == Pattern::Pushpull || variant != FabricVariant::ZeroCopy)
             {
                 cells.push((pattern, transport, variant));
             }

@@ -6,7 +6,8 @@
 //! `fabriq`, against `omqzmq` (omq), and against [`crate::syszmq`] (the
 //! system's libzmq5 with CURVE, for the CURVE scenarios). All send from a
 //! `&[u8]` and receive into a reused `Message`, as a program written for
-//! the `zmq` crate would. Each socket also goes through the scenario's
+//! the `zmq` crate would (fabriq's sender sends by reference in the
+//! fabric's `zc` variant, [`Payload`]). Each socket also goes through the scenario's
 //! security hooks ([`crate::security`]: CURVE server on the binding side,
 //! client on the connecting side; nothing for NULL).
 
@@ -107,7 +108,10 @@ pub fn fabric_tune(sock: &::fabriq::Socket, sc: &Scenario) -> Result<(), String>
         return Ok(());
     }
     match sc.variant {
-        FabricVariant::Default | FabricVariant::Busy | FabricVariant::NoCma => Ok(()),
+        FabricVariant::Default
+        | FabricVariant::Busy
+        | FabricVariant::NoCma
+        | FabricVariant::ZeroCopy => Ok(()),
         FabricVariant::Unbuffered => sock.set_fabric_buffered(false),
         FabricVariant::Spin => sock.set_spin_us(crate::scenario::SPIN_US),
     }
@@ -119,9 +123,59 @@ pub fn no_tune<S>(_sock: &S, _sc: &Scenario) -> Result<(), String> {
     Ok(())
 }
 
+/// What a streaming sender sends: the same bytes every time, from a
+/// `&[u8]` (copied into each message, as the `zmq` crate's `send` does),
+/// or, in the [`FabricVariant::ZeroCopy`] variant, by reference.
+pub struct Payload {
+    bytes: bytes::Bytes,
+    by_reference: bool,
+}
+
+impl Payload {
+    /// `sc.size` bytes of `fill`.
+    pub fn new(fill: u8, sc: &Scenario) -> Payload {
+        Payload {
+            bytes: bytes::Bytes::from(vec![fill; sc.size]),
+            by_reference: sc.variant == FabricVariant::ZeroCopy,
+        }
+    }
+}
+
+/// Sends `payload` on a libzmq socket (always copied).
+pub fn send_zmq(sock: &::zmq::Socket, payload: &Payload) -> Result<(), ::zmq::Error> {
+    sock.send(&payload.bytes[..], 0)
+}
+
+/// Sends `payload` on the system libzmq's socket (always copied).
+pub fn send_syszmq(
+    sock: &crate::syszmq::Socket,
+    payload: &Payload,
+) -> Result<(), crate::syszmq::Error> {
+    sock.send(&payload.bytes[..], 0)
+}
+
+/// Sends `payload` on an omq socket (always copied).
+pub fn send_omq(
+    sock: &crate::omqzmq::Socket,
+    payload: &Payload,
+) -> Result<(), crate::omqzmq::Error> {
+    sock.send(&payload.bytes[..], 0)
+}
+
+/// Sends `payload` on a fabriq socket: copied, or by reference (a
+/// `Message` sharing the payload's `Bytes`, no copy: fabriq's zero-copy
+/// send, as `zmq_msg_init_data` is libzmq's).
+pub fn send_fabriq(sock: &::fabriq::Socket, payload: &Payload) -> Result<(), ::fabriq::Error> {
+    if payload.by_reference {
+        sock.send(::fabriq::Message::from(payload.bytes.clone()), 0)
+    } else {
+        sock.send(&payload.bytes[..], 0)
+    }
+}
+
 /// Generates one implementation module from the shared source.
 macro_rules! zmq_like {
-    ($name:ident, $krate:path, $tune:path, $sec:path, $doc:literal) => {
+    ($name:ident, $krate:path, $tune:path, $send:path, $sec:path, $doc:literal) => {
         #[doc = $doc]
         pub mod $name {
             use std::time::Instant;
@@ -183,13 +237,13 @@ macro_rules! zmq_like {
                 for ep in endpoints {
                     sock.connect(ep).map_err(err("connect"))?;
                 }
-                let warm = vec![b'W'; sc.size];
-                let timed = vec![b'T'; sc.size];
+                let warm = crate::zmqlike::Payload::new(b'W', sc);
+                let timed = crate::zmqlike::Payload::new(b'T', sc);
                 let burst = warm_burst(sc.size);
                 let mut warm_sent = 0u64;
                 loop {
                     for _ in 0..burst {
-                        sock.send(&warm[..], 0).map_err(err("send warm-up"))?;
+                        $send(&sock, &warm).map_err(err("send warm-up"))?;
                     }
                     warm_sent += burst;
                     if warm_sent >= sc.warm {
@@ -202,7 +256,7 @@ macro_rules! zmq_like {
                 let before = Usage::now();
                 let start = Instant::now();
                 for _ in 0..sc.count {
-                    sock.send(&timed[..], 0).map_err(err("send"))?;
+                    $send(&sock, &timed).map_err(err("send"))?;
                 }
                 let elapsed_s = start.elapsed().as_secs_f64();
                 gate.wait_done()?;
@@ -529,6 +583,7 @@ zmq_like!(
     libzmq,
     ::zmq,
     crate::zmqlike::no_tune,
+    crate::zmqlike::send_zmq,
     crate::security::libzmq,
     "libzmq through the `zmq` crate."
 );
@@ -536,6 +591,7 @@ zmq_like!(
     libzmq_curve,
     crate::syszmq,
     crate::zmqlike::no_tune,
+    crate::zmqlike::send_syszmq,
     crate::security::syszmq,
     "The system's libzmq (Debian's `libzmq5`, with CURVE) loaded at run time through [`crate::syszmq`], with the same code as the other sides: the libzmq side of the CURVE scenarios."
 );
@@ -543,6 +599,7 @@ zmq_like!(
     fabriq,
     ::fabriq,
     crate::zmqlike::fabric_tune,
+    crate::zmqlike::send_fabriq,
     crate::security::fabriq,
     "fabriq sockets, with the same code as the libzmq side."
 );
@@ -550,6 +607,53 @@ zmq_like!(
     omq,
     crate::omqzmq,
     crate::omqzmq::tune,
+    crate::zmqlike::send_omq,
     crate::security::omq,
     "omq.rs (`omq-tokio`, blocking API) through [`crate::omqzmq`], with the same code as the libzmq side."
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Pattern, Transport};
+
+    fn scenario(variant: FabricVariant) -> Scenario {
+        Scenario {
+            pattern: Pattern::Pushpull,
+            transport: Transport::Inproc,
+            size: 4096,
+            subs: 1,
+            count: 1,
+            warm: 0,
+            reps: 1,
+            variant,
+        }
+    }
+
+    /// fabriq's sender sends the payload's own bytes in the zc variant
+    /// (inproc hands the message over as it is, so the receiver sees the
+    /// payload's memory) and a copy otherwise.
+    #[test]
+    fn the_zc_variant_sends_the_payload_by_reference() {
+        let ctx = ::fabriq::Context::new();
+        let push = ctx.socket(::fabriq::PUSH).unwrap();
+        let pull = ctx.socket(::fabriq::PULL).unwrap();
+        pull.bind("inproc://zc").unwrap();
+        push.connect("inproc://zc").unwrap();
+        for (variant, shared) in [
+            (FabricVariant::ZeroCopy, true),
+            (FabricVariant::Default, false),
+        ] {
+            let payload = Payload::new(b'T', &scenario(variant));
+            send_fabriq(&push, &payload).unwrap();
+            pull.set_rcvtimeo(5000).unwrap();
+            let msg = pull.recv_msg(0).unwrap();
+            assert_eq!(&msg[..], &payload.bytes[..]);
+            assert_eq!(
+                msg.as_ptr() == payload.bytes.as_ptr(),
+                shared,
+                "{variant:?}"
+            );
+        }
+    }
+}

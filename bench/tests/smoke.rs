@@ -472,3 +472,23 @@ fn the_no_cma_variant_runs_over_shm_in_full_and_smoke_runs() {
         &[("FI_SHM_DISABLE_CMA", "1")]
     );
 }
+
+/// The by-reference variant is a PUSH/PULL variant of both fabric
+/// transports, in full and smoke runs, not in the demo's quick run.
+#[test]
+fn the_zero_copy_variant_streams_over_both_fabrics_in_full_and_smoke_runs() {
+    for args in [
+        &["fabriq-bench", "--fabric"][..],
+        &["fabriq-bench", "--smoke", "--fabric"],
+    ] {
+        let cli = BenchCli::try_parse_from(args).expect("args");
+        let keys: Vec<String> = plan(&cli.run).iter().map(|s| s.key()).collect();
+        for key in ["pushpull/ofi+shm+zc/65536", "pushpull/ofi+tcp+zc/65536"] {
+            assert!(keys.contains(&key.to_string()), "{args:?}: {key}: {keys:?}");
+        }
+        let zc: Vec<&String> = keys.iter().filter(|k| k.contains("+zc")).collect();
+        assert!(zc.iter().all(|k| k.starts_with("pushpull/")), "{zc:?}");
+    }
+    let cli = BenchCli::try_parse_from(["fabriq-bench", "--fabric", "--quick"]).expect("args");
+    assert!(!plan(&cli.run).iter().any(|s| s.key().contains("+zc")));
+}
