@@ -262,8 +262,8 @@ pub enum FabricVariant {
     /// of from a `&[u8]` copied into each message: the same work as the
     /// streaming floor F, which sends from its own buffers. Applies to
     /// fabriq's sending side, in the B and R trials alike (libzmq, omq
-    /// and the floors send as they always do). PUSH/PULL only, full runs
-    /// only.
+    /// and the floors send as they always do). PUSH/PULL only, in full
+    /// and smoke runs (not the demo's quick run).
     #[serde(rename = "zc")]
     ZeroCopy,
     /// Not a fabric mode: REQ/REP over tcp and ipc with busy-polling
@@ -317,7 +317,7 @@ impl FabricVariant {
                 "busy: receives spin 50 us before sleeping (fabriq set_spin_us(50), omq recv_spin 50 us; libzmq as usual)"
             }
             FabricVariant::ZeroCopy => {
-                "zc: engine defaults, fabriq's sender sends its payload by reference (Message::from(Bytes)), as the floor sends from its own buffers (PUSH/PULL, full runs)"
+                "zc: engine defaults, fabriq's sender sends its payload by reference (Message::from(Bytes)), as the floor sends from its own buffers (PUSH/PULL, full and smoke runs)"
             }
         }
     }
