@@ -275,18 +275,12 @@ impl PageReader {
                     }
                 }
             };
-            if from_page && !frame.command && !frame.more && self.parts.is_empty() {
+            if from_page && !self.copy_out && !frame.command && !frame.more && self.parts.is_empty()
+            {
                 // The common case, a one-frame message in a page: no
                 // pinned parts to count.
-                let part = if self.copy_out {
-                    copies::count(Site::Gather, frame.data.len());
-                    // (Inline when small: no allocation of its own.)
-                    Part::copy_from_slice(&frame.data)
-                } else {
-                    Part::from(frame.data)
-                };
                 return Ok(Some(PageItem::Msg(Multipart::from_buf_and_len(
-                    [part, Part::new()],
+                    [Part::from(frame.data), Part::new()],
                     1,
                 ))));
             }
