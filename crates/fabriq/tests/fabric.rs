@@ -812,6 +812,35 @@ fn large_messages_survive_a_closing_sender_and_a_hoarding_receiver() {
     }
 }
 
+/// A lent frame is read into memory placed like the sender's within a
+/// page, so that the copy runs with source and destination aligned alike
+/// (shm's reads of 1 MiB ran 1.4-1.5x faster so than 16 bytes apart).
+/// Sent by reference (the receiver's bytes are the read buffer itself)
+/// from offsets 0, 16, 40 and 4000 of page-aligned memory.
+#[test]
+fn a_lent_frame_lands_at_its_offset_within_a_page_over_shm() {
+    let (ctx, other) = (zmq::Context::new(), zmq::Context::new());
+    let pull = socket(&ctx, zmq::PULL);
+    let push = socket(&other, zmq::PUSH);
+    join("shm", &pull, &push);
+    let size = 1 << 20;
+    let backing = bytes::Bytes::from(body(3, size + 2 * 4096));
+    let aligned = (4096 - backing.as_ptr() as usize % 4096) % 4096;
+    for offset in [0usize, 16, 40, 4000] {
+        let start = aligned + offset;
+        let frame = backing.slice(start..start + size);
+        assert_eq!(frame.as_ptr() as usize % 4096, offset);
+        push.send(zmq::Message::from(frame.clone()), 0).unwrap();
+        let got = pull.recv_msg(0).unwrap();
+        assert!(got[..] == frame[..], "offset {offset}: content");
+        assert_eq!(
+            got.as_ptr() as usize % 4096,
+            offset,
+            "offset {offset}: where the read put it"
+        );
+    }
+}
+
 /// A frame over the receiver's MAXMSGSIZE is refused whether it comes in
 /// pages or by rendezvous: the connection ends, nothing is delivered, and
 /// the socket goes on serving other peers.

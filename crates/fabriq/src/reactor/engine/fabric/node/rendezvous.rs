@@ -21,8 +21,13 @@ impl Node {
         addr: u64,
         rkey: u64,
     ) -> Result<bool, String> {
-        // Mapped and registered before the lock is taken.
-        let buf = self.reads_pool.get(len).map_err(|e| e.to_string())?;
+        // Mapped and registered before the lock is taken, placed like the
+        // lent bytes within a page (only addr's low bits count) so that
+        // the copy runs aligned.
+        let buf = self
+            .reads_pool
+            .get_placed(len, addr)
+            .map_err(|e| e.to_string())?;
         let mut s = self.lock();
         match s.ep.read(buf, src, addr, rkey, u64::from(key)) {
             Ok(()) => {
