@@ -146,6 +146,17 @@ impl Side {
         let page = size.max(HELLO_ROOM);
         let posted = PagePool::new(&domain, recvs, page).map_err(ofi("receive pages"))?;
         let sends_pool = PagePool::new(&domain, sends, page).map_err(ofi("send pages"))?;
+        // Every byte sent is written once, here: a page never written is
+        // the kernel's zero page, one physical page behind every address,
+        // and the provider's copy out of it (shm's CMA read) ran from the
+        // cache: 1 MiB at 11.5k msg/s against 8.1k for fabriq sending real
+        // bytes by reference.
+        {
+            let pages: Vec<_> = std::iter::from_fn(|| sends_pool.get()).collect();
+            for mut p in pages {
+                p.buffer_mut().fill(b'F');
+            }
+        }
         while let Some(p) = posted.get() {
             ep.post_recv(p)
                 .map_err(|e| format!("post receive: {}", e.error))?;
