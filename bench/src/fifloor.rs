@@ -6,8 +6,9 @@
 //!
 //! - **Throughput, the streaming floor** (what fabtests' `fi_rdm_bw`
 //!   shows): the sender keeps up to [`window`] sends of one message each
-//!   in flight, from registered memory, and busy-polls its completion
-//!   queues; each receiver keeps as many receives posted and busy-polls.
+//!   in flight, from registered memory it wrote once at start-up (never
+//!   from the kernel's zero page), and busy-polls its completion queues;
+//!   each receiver keeps as many receives posted and busy-polls.
 //! - **Fan-out (PUB/SUB to several receivers)**: each message goes to each
 //!   receiver in turn, one send per receiver (no multicast in RDM
 //!   endpoints), with a window per receiver ([`fan_out_pages`]), and the
