@@ -655,13 +655,20 @@ mod tests {
         }
     }
 
+    /// The shm provider's first RDM info and a domain of it.
     #[cfg(fabriq_ofi_libfabric)]
-    #[test]
-    fn read_buffers_are_placed_like_their_source_and_reused_by_size_class() {
+    fn shm_domain() -> (crate::Info, Domain) {
         let info = crate::getinfo(&crate::Hints::new().provider("shm"))
             .unwrap()
             .remove(0);
         let domain = Domain::open_info(&info).unwrap();
+        (info, domain)
+    }
+
+    #[cfg(fabriq_ofi_libfabric)]
+    #[test]
+    fn read_buffers_are_placed_like_their_source_and_reused_by_size_class() {
+        let (_info, domain) = shm_domain();
         let pool = ReadPool::new(&domain, 16 << 20, 1 << 20);
         // Only the low 12 bits of the source address count.
         for (like, offset) in [
@@ -697,10 +704,7 @@ mod tests {
     #[cfg(fabriq_ofi_libfabric)]
     #[test]
     fn a_read_longer_than_its_buffer_is_refused() {
-        let info = crate::getinfo(&crate::Hints::new().provider("shm"))
-            .unwrap()
-            .remove(0);
-        let domain = Domain::open_info(&info).unwrap();
+        let (info, domain) = shm_domain();
         let mut ep = crate::PagedEndpoint::open(&domain, &info, Default::default()).unwrap();
         let pool = ReadPool::new(&domain, 1 << 20, 1 << 20);
         let mut buf = pool.get(100).unwrap();
